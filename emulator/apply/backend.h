@@ -1,0 +1,35 @@
+// Backend: the narrow interface between the applier and the system (kernel or in-memory fake).
+#pragma once
+
+#include <vector>
+
+#include "plan/plan.h"
+#include "util/result.h"
+
+namespace fabemu {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Result<void> create_namespace(const CreateNamespace& a) = 0;
+  virtual Result<void> set_sysctl(const SetSysctl& a) = 0;
+  virtual Result<void> set_link_up(const SetLinkUp& a) = 0;
+  virtual Result<void> create_veth(const CreateVeth& a) = 0;
+  virtual Result<void> add_address(const AddAddress& a) = 0;
+  virtual Result<void> add_route(const AddRoute& a) = 0;
+  virtual Result<void> make_dir(const MakeDir& a) = 0;
+  virtual Result<void> write_file(const WriteFile& a) = 0;
+  virtual Result<void> create_cgroup(const CreateCgroup& a) = 0;
+  // Completes any batched work and returns the calling thread to its own namespaces.
+  virtual Result<void> finish() = 0;
+
+  // Teardown, driven by the journal: stop every process inside the lab's namespaces, then
+  // remove one entry. Both succeed when the object is already gone.
+  virtual Result<void> kill_processes(const std::vector<JournalEntry>& journal) = 0;
+  virtual Result<void> remove(const JournalEntry& e) = 0;
+
+  Result<void> apply(const Action& action);
+};
+
+}  // namespace fabemu

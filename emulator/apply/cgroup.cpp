@@ -1,0 +1,136 @@
+// cgroup management for host limits, v2 (cpu.max, memory.max) or v1 (cfs quota, limit_in_bytes).
+#include "apply/cgroup.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "util/files.h"
+
+namespace fabemu {
+namespace {
+
+constexpr uint64_t kCpuPeriodUs = 100000;
+
+bool has_word(const std::string& list, const std::string& word) {
+  std::istringstream in(list);
+  std::string w;
+  while (in >> w)
+    if (w == word) return true;
+  return false;
+}
+
+// Every hierarchy that REL lives in, with whether it is the v1 cpu or memory one.
+std::vector<std::string> roots(const CgroupLayout& l) {
+  if (l.v2) return {l.v2_root};
+  std::vector<std::string> r;
+  if (!l.cpu_root.empty()) r.push_back(l.cpu_root);
+  if (!l.memory_root.empty() && l.memory_root != l.cpu_root) r.push_back(l.memory_root);
+  return r;
+}
+
+}  // namespace
+
+std::string CgroupLayout::describe() const {
+  if (v2) return v2_root.empty() ? "cgroup v2 without cpu+memory controllers" : "cgroup v2 at " + v2_root;
+  if (!usable()) return "no cgroup cpu/memory hierarchy mounted";
+  return "cgroup v1 (cpu at " + (cpu_root.empty() ? "-" : cpu_root) + ", memory at " +
+         (memory_root.empty() ? "-" : memory_root) + ")";
+}
+
+CgroupLayout detect_cgroups() {
+  CgroupLayout l;
+  auto info = read_file("/proc/self/mountinfo");
+  if (!info) return l;
+  std::istringstream in(*info);
+  std::string line;
+  std::string v2_mount;
+  while (std::getline(in, line)) {
+    // mountinfo: ... MOUNTPOINT OPTIONS ... - FSTYPE SOURCE SUPEROPTIONS
+    std::istringstream f(line);
+    std::string id, parent, dev, root, mnt;
+    f >> id >> parent >> dev >> root >> mnt;
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype, source, opts;
+    tail >> fstype >> source >> opts;
+    if (fstype == "cgroup2") {
+      auto ctrl = read_file(mnt + "/cgroup.controllers");
+      if (ctrl && has_word(*ctrl, "cpu") && has_word(*ctrl, "memory")) v2_mount = mnt;
+    } else if (fstype == "cgroup") {
+      std::string o = opts;
+      for (char& c : o) c = c == ',' ? ' ' : c;
+      if (has_word(o, "cpu") && l.cpu_root.empty()) l.cpu_root = mnt;
+      if (has_word(o, "memory") && l.memory_root.empty()) l.memory_root = mnt;
+    }
+  }
+  if (!v2_mount.empty()) {
+    l.v2 = true;
+    l.v2_root = v2_mount;
+    l.cpu_root.clear();
+    l.memory_root.clear();
+  }
+  return l;
+}
+
+Result<void> create_cgroup(const CgroupLayout& l, const std::string& rel, const HostLimits& lim) {
+  if (!l.usable()) return make_error("creating cgroup " + rel + ": " + l.describe(), ENOTSUP);
+  if (l.v2) {
+    // Controllers must be enabled in every ancestor's subtree_control.
+    std::string dir = l.v2_root;
+    std::istringstream parts(rel);
+    std::string part;
+    while (std::getline(parts, part, '/')) {
+      (void)fabemu::write_file(dir + "/cgroup.subtree_control", "+cpu +memory");
+      dir += "/" + part;
+      FABEMU_TRY(make_dirs(dir));
+    }
+    if (lim.cpu) {
+      auto quota = static_cast<uint64_t>(std::llround(*lim.cpu * kCpuPeriodUs));
+      FABEMU_TRY(fabemu::write_file(dir + "/cpu.max",
+                                    std::to_string(quota) + " " + std::to_string(kCpuPeriodUs)));
+    }
+    if (lim.memory_bytes)
+      FABEMU_TRY(fabemu::write_file(dir + "/memory.max", std::to_string(*lim.memory_bytes)));
+    return ok();
+  }
+  if (!l.cpu_root.empty()) {
+    std::string dir = l.cpu_root + "/" + rel;
+    FABEMU_TRY(make_dirs(dir));
+    if (lim.cpu) {
+      auto quota = static_cast<uint64_t>(std::llround(*lim.cpu * kCpuPeriodUs));
+      FABEMU_TRY(fabemu::write_file(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
+      FABEMU_TRY(fabemu::write_file(dir + "/cpu.cfs_quota_us", std::to_string(quota)));
+    }
+  }
+  if (!l.memory_root.empty()) {
+    std::string dir = l.memory_root + "/" + rel;
+    FABEMU_TRY(make_dirs(dir));
+    if (lim.memory_bytes)
+      FABEMU_TRY(fabemu::write_file(dir + "/memory.limit_in_bytes", std::to_string(*lim.memory_bytes)));
+  }
+  return ok();
+}
+
+Result<void> remove_cgroup(const CgroupLayout& l, const std::string& rel) {
+  for (const auto& root : roots(l)) {
+    std::string dir = root + "/" + rel;
+    // ENOTEMPTY/EBUSY on a shared parent ("fabemu") that other labs still use is fine.
+    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EBUSY)
+      return errno_error("removing cgroup " + dir);
+  }
+  return ok();
+}
+
+Result<void> join_cgroup(const CgroupLayout& l, const std::string& rel, int pid) {
+  for (const auto& root : roots(l)) {
+    std::string dir = root + "/" + rel;
+    if (!path_exists(dir)) continue;
+    FABEMU_TRY(fabemu::write_file(dir + "/cgroup.procs", std::to_string(pid)));
+  }
+  return ok();
+}
+
+}  // namespace fabemu

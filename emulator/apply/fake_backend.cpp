@@ -1,0 +1,179 @@
+// FakeBackend: refuses what the kernel would refuse, and can trace a packet through the FIBs.
+#include "apply/fake_backend.h"
+
+#include <algorithm>
+
+namespace fabemu {
+
+Result<void> FakeBackend::step(const std::string& what) {
+  calls.push_back(what);
+  if (count_++ == fail_at) return make_error(what + ": injected failure", EIO);
+  return ok();
+}
+
+Result<FakeBackend::Ns*> FakeBackend::find_ns(const std::string& name) {
+  auto it = namespaces.find(name);
+  if (it == namespaces.end()) return make_error("namespace " + name, ENOENT);
+  return &it->second;
+}
+
+Result<void> FakeBackend::create_namespace(const CreateNamespace& a) {
+  FABEMU_TRY(step(describe(a)));
+  if (namespaces.count(a.ns) || mounts.count(a.path)) return make_error("namespace " + a.ns, EEXIST);
+  Ns ns;
+  ns.ifaces["lo"] = Iface{};
+  ns.hostname = a.uts_path.empty() ? "" : a.hostname;
+  namespaces[a.ns] = std::move(ns);
+  mounts.insert(a.path);
+  if (!a.uts_path.empty()) mounts.insert(a.uts_path);
+  return ok();
+}
+
+Result<void> FakeBackend::set_sysctl(const SetSysctl& a) {
+  FABEMU_TRY(step(describe(a)));
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  (*ns)->sysctls[a.key] = a.value;
+  return ok();
+}
+
+Result<void> FakeBackend::set_link_up(const SetLinkUp& a) {
+  FABEMU_TRY(step(describe(a)));
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  auto it = (*ns)->ifaces.find(a.ifname);
+  if (it == (*ns)->ifaces.end()) return make_error("link " + a.ifname + " in " + a.ns, ENODEV);
+  it->second.up = true;
+  return ok();
+}
+
+Result<void> FakeBackend::create_veth(const CreateVeth& a) {
+  FABEMU_TRY(step(describe(a)));
+  auto na = find_ns(a.ns_a);
+  if (!na) return na.error();
+  auto nb = find_ns(a.ns_b);
+  if (!nb) return nb.error();
+  for (const auto* name : {&a.if_a, &a.if_b})
+    if (name->empty() || name->size() > 15) return make_error("interface name " + *name, EINVAL);
+  if ((*na)->ifaces.count(a.if_a) || (*nb)->ifaces.count(a.if_b) ||
+      (a.ns_a == a.ns_b && a.if_a == a.if_b))
+    return make_error(describe(a), EEXIST);
+  (*na)->ifaces[a.if_a] = Iface{true, a.ns_b, a.if_b, {}};
+  (*nb)->ifaces[a.if_b] = Iface{false, a.ns_a, a.if_a, {}};
+  return ok();
+}
+
+Result<void> FakeBackend::add_address(const AddAddress& a) {
+  FABEMU_TRY(step(describe(a)));
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  auto it = (*ns)->ifaces.find(a.ifname);
+  if (it == (*ns)->ifaces.end()) return make_error("link " + a.ifname + " in " + a.ns, ENODEV);
+  for (const auto& [_, iface] : (*ns)->ifaces)
+    for (const auto& p : iface.addrs)
+      if (p.addr == a.addr.addr) return make_error(describe(a), EEXIST);
+  it->second.addrs.push_back(a.addr);
+  return ok();
+}
+
+Result<void> FakeBackend::add_route(const AddRoute& a) {
+  FABEMU_TRY(step(describe(a)));
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  if (a.hops.empty()) return make_error(describe(a) + ": no next hop", EINVAL);
+  for (const auto& r : (*ns)->routes)
+    if (r.dst == a.dst) return make_error(describe(a), EEXIST);
+  for (const auto& h : a.hops) {
+    auto it = (*ns)->ifaces.find(h.ifname);
+    if (it == (*ns)->ifaces.end()) return make_error(describe(a), ENODEV);
+    if (!it->second.up) return make_error(describe(a) + ": link down", ENETDOWN);
+    bool connected = std::any_of(it->second.addrs.begin(), it->second.addrs.end(),
+                                 [&](const Prefix& p) { return p.contains(h.gateway); });
+    if (!connected) return make_error(describe(a) + ": gateway not on a connected subnet", ENETUNREACH);
+  }
+  (*ns)->routes.push_back(a);
+  return ok();
+}
+
+Result<void> FakeBackend::make_dir(const MakeDir& a) {
+  FABEMU_TRY(step(describe(a)));
+  dirs.insert(a.path);
+  return ok();
+}
+
+Result<void> FakeBackend::write_file(const WriteFile& a) {
+  FABEMU_TRY(step(describe(a)));
+  files.insert(a.path);
+  return ok();
+}
+
+Result<void> FakeBackend::create_cgroup(const CreateCgroup& a) {
+  FABEMU_TRY(step(describe(a)));
+  cgroups.insert(a.path);
+  return ok();
+}
+
+Result<void> FakeBackend::remove(const JournalEntry& e) {
+  calls.push_back("remove " + e.path);
+  switch (e.kind) {
+    case JournalEntry::Kind::Netns:
+      for (auto it = namespaces.begin(); it != namespaces.end(); ++it)
+        if (e.path.size() >= it->first.size() &&
+            e.path.compare(e.path.size() - it->first.size(), it->first.size(), it->first) == 0) {
+          // Deleting a namespace deletes its veths, and with them their peers.
+          for (auto& [name, iface] : it->second.ifaces)
+            if (!iface.peer_ns.empty() && namespaces.count(iface.peer_ns))
+              namespaces[iface.peer_ns].ifaces.erase(iface.peer_if);
+          namespaces.erase(it);
+          break;
+        }
+      mounts.erase(e.path);
+      break;
+    case JournalEntry::Kind::Uts:
+      mounts.erase(e.path);
+      break;
+    case JournalEntry::Kind::Dir:
+      for (auto* set : {&dirs, &files})
+        std::erase_if(*set, [&](const std::string& p) { return p.rfind(e.path, 0) == 0; });
+      break;
+    case JournalEntry::Kind::Cgroup:
+      cgroups.erase(e.path);
+      break;
+  }
+  return ok();
+}
+
+std::vector<std::string> FakeBackend::trace(const std::string& start, Ipv4 dst, int max_hops,
+                                            size_t ecmp_choice) const {
+  std::vector<std::string> path{start};
+  std::string cur = start;
+  for (int hop = 0; hop < max_hops; ++hop) {
+    const Ns& ns = namespaces.at(cur);
+    // Local address: delivered.
+    for (const auto& [_, iface] : ns.ifaces)
+      for (const auto& p : iface.addrs)
+        if (p.addr == dst) return path;
+    // Longest prefix match over connected subnets and static routes.
+    int best_len = -1;
+    std::string out_if;
+    for (const auto& [name, iface] : ns.ifaces)
+      for (const auto& p : iface.addrs)
+        if (iface.up && p.len > best_len && p.len < 32 && p.contains(dst)) {
+          best_len = p.len;
+          out_if = name;
+        }
+    for (const auto& r : ns.routes)
+      if (r.dst.len > best_len && r.dst.contains(dst)) {
+        best_len = r.dst.len;
+        out_if = r.hops[ecmp_choice % r.hops.size()].ifname;
+      }
+    if (best_len < 0) return {};
+    const Iface& iface = ns.ifaces.at(out_if);
+    if (iface.peer_ns.empty()) return {};
+    cur = iface.peer_ns;
+    path.push_back(cur);
+  }
+  return {};
+}
+
+}  // namespace fabemu

@@ -1,0 +1,56 @@
+// FakeBackend: an in-memory kernel that checks what a real one would refuse, for unit tests.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "apply/backend.h"
+
+namespace fabemu {
+
+class FakeBackend : public Backend {
+ public:
+  struct Iface {
+    bool up = false;
+    std::string peer_ns, peer_if;
+    std::vector<Prefix> addrs;
+  };
+  struct Ns {
+    std::map<std::string, Iface> ifaces;
+    std::map<std::string, std::string> sysctls;
+    std::vector<AddRoute> routes;
+    std::string hostname;
+  };
+
+  std::map<std::string, Ns> namespaces;  // by namespace name
+  std::set<std::string> files, dirs, cgroups, mounts;
+  std::vector<std::string> calls;  // describe() of every call, in order
+  int fail_at = -1;                // make the Nth call (0-based) fail, to test rollback
+
+  Result<void> create_namespace(const CreateNamespace& a) override;
+  Result<void> set_sysctl(const SetSysctl& a) override;
+  Result<void> set_link_up(const SetLinkUp& a) override;
+  Result<void> create_veth(const CreateVeth& a) override;
+  Result<void> add_address(const AddAddress& a) override;
+  Result<void> add_route(const AddRoute& a) override;
+  Result<void> make_dir(const MakeDir& a) override;
+  Result<void> write_file(const WriteFile& a) override;
+  Result<void> create_cgroup(const CreateCgroup& a) override;
+  Result<void> finish() override { return ok(); }
+  Result<void> kill_processes(const std::vector<JournalEntry>&) override { return ok(); }
+  Result<void> remove(const JournalEntry& e) override;
+
+  // Where a packet from `ns` to `dst` leaves: follows connected and static routes the way
+  // the kernel's FIB would (longest prefix), across veths, up to `max_hops` namespaces.
+  // Returns the namespaces visited, ending with the one that owns dst; empty when unroutable.
+  std::vector<std::string> trace(const std::string& ns, Ipv4 dst, int max_hops = 16,
+                                 size_t ecmp_choice = 0) const;
+
+ private:
+  Result<void> step(const std::string& what);
+  Result<Ns*> find_ns(const std::string& name);
+  int count_ = 0;
+};
+
+}  // namespace fabemu

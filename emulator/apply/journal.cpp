@@ -1,0 +1,96 @@
+// Journal file format: one "kind path" line per object, a header, and a final "complete".
+#include "apply/journal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "util/files.h"
+#include "util/unique_fd.h"
+
+namespace fabemu {
+namespace {
+
+const char* kind_name(JournalEntry::Kind k) {
+  switch (k) {
+    case JournalEntry::Kind::Dir:
+      return "dir";
+    case JournalEntry::Kind::Netns:
+      return "netns";
+    case JournalEntry::Kind::Uts:
+      return "uts";
+    case JournalEntry::Kind::Cgroup:
+      return "cgroup";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string format_journal(const JournalFile& j) {
+  std::string out = "fabemu-journal 1\nlab " + j.lab + "\npool " + std::to_string(j.pool) + "\n";
+  if (!j.scenario_file.empty()) out += "scenario " + j.scenario_file + "\n";
+  for (const auto& e : j.entries) out += std::string(kind_name(e.kind)) + " " + e.path + "\n";
+  if (j.complete) out += "complete\n";
+  return out;
+}
+
+Result<JournalFile> parse_journal(const std::string& text, const std::string& path) {
+  JournalFile j;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    auto sp = line.find(' ');
+    std::string key = line.substr(0, sp), val = sp == std::string::npos ? "" : line.substr(sp + 1);
+    if (n == 1) {
+      if (line != "fabemu-journal 1") return make_error(path + ":1: not a fabemu journal");
+      continue;
+    }
+    if (key == "lab") j.lab = val;
+    else if (key == "pool") j.pool = std::atoi(val.c_str());
+    else if (key == "scenario") j.scenario_file = val;
+    else if (key == "complete") j.complete = true;
+    else if (key == "dir") j.entries.push_back({JournalEntry::Kind::Dir, val});
+    else if (key == "netns") j.entries.push_back({JournalEntry::Kind::Netns, val});
+    else if (key == "uts") j.entries.push_back({JournalEntry::Kind::Uts, val});
+    else if (key == "cgroup") j.entries.push_back({JournalEntry::Kind::Cgroup, val});
+    // A line cut short by a crash mid-write is ignored: nothing after it was created.
+  }
+  if (n == 0) return make_error(path + ": empty journal");
+  return j;
+}
+
+Result<JournalFile> read_journal(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  return parse_journal(*text, path);
+}
+
+Result<void> write_journal(const std::string& path, const JournalFile& j) {
+  return fabemu::write_file(path, format_journal(j), /*exclusive=*/true);
+}
+
+Result<void> mark_journal_complete(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+  if (!fd.valid()) return errno_error("opening " + path);
+  if (::write(fd.get(), "complete\n", 9) != 9) return errno_error("writing " + path);
+  return ok();
+}
+
+std::vector<std::string> list_labs(const std::string& run_root) {
+  std::vector<std::string> labs;
+  DIR* d = ::opendir(run_root.c_str());
+  if (!d) return labs;
+  while (dirent* e = ::readdir(d))
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') labs.emplace_back(e->d_name);
+  ::closedir(d);
+  std::sort(labs.begin(), labs.end());
+  return labs;
+}
+
+}  // namespace fabemu

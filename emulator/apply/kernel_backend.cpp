@@ -1,0 +1,183 @@
+// KernelBackend: namespaces by unshare + bind mount, links/addresses/routes by rtnetlink.
+#include "apply/kernel_backend.h"
+
+#include <net/if.h>
+#include <sched.h>
+#include <sys/resource.h>
+
+#include <filesystem>
+
+#include "apply/netns.h"
+#include "apply/processes.h"
+#include "util/files.h"
+
+namespace fabemu {
+
+Result<std::unique_ptr<KernelBackend>> KernelBackend::create(std::string netns_dir) {
+  std::unique_ptr<KernelBackend> b(new KernelBackend());
+  b->netns_dir_ = std::move(netns_dir);
+  auto net = open_namespace("/proc/thread-self/ns/net");
+  if (!net) return net.error();
+  auto uts = open_namespace("/proc/thread-self/ns/uts");
+  if (!uts) return uts.error();
+  b->home_net_ = std::move(*net);
+  b->home_uts_ = std::move(*uts);
+  // Opened in our own namespace: veths are created through it, each end placed by ns fd.
+  auto sock = RtnlSocket::open();
+  if (!sock) return sock.error();
+  b->home_sock_.emplace(std::move(*sock));
+  // A big lab keeps one fd per namespace open while it builds.
+  rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return b;
+}
+
+KernelBackend::~KernelBackend() { (void)finish(); }
+
+Result<void> KernelBackend::finish() {
+  cur_sock_.reset();
+  cur_ifindex_.clear();
+  ns_fds_.clear();
+  if (!cur_ns_.empty()) {
+    cur_ns_.clear();
+    FABEMU_TRY(enter_namespace(home_net_.get(), CLONE_NEWNET, "home"));
+    FABEMU_TRY(enter_namespace(home_uts_.get(), CLONE_NEWUTS, "home"));
+  }
+  return ok();
+}
+
+Result<void> KernelBackend::enter(const std::string& ns) {
+  if (ns == cur_ns_ && cur_sock_) return ok();
+  if (ns != cur_ns_) {
+    auto fd = ns_fd(ns);
+    if (!fd) return fd.error();
+    FABEMU_TRY(enter_namespace(*fd, CLONE_NEWNET, ns));
+    cur_ns_ = ns;
+    cur_ifindex_.clear();
+  }
+  cur_sock_.reset();
+  auto sock = RtnlSocket::open();
+  if (!sock) return sock.error().context("in namespace " + ns);
+  cur_sock_.emplace(std::move(*sock));
+  return ok();
+}
+
+Result<int> KernelBackend::ns_fd(const std::string& ns) {
+  if (auto it = ns_fds_.find(ns); it != ns_fds_.end()) return it->second.get();
+  auto fd = open_namespace(netns_dir_ + "/" + ns);
+  if (!fd) return fd.error();
+  int raw = fd->get();
+  ns_fds_.emplace(ns, std::move(*fd));
+  return raw;
+}
+
+Result<int> KernelBackend::ifindex(const std::string& ns, const std::string& ifname) {
+  FABEMU_TRY(enter(ns));
+  if (auto it = cur_ifindex_.find(ifname); it != cur_ifindex_.end()) return it->second;
+  unsigned idx = ::if_nametoindex(ifname.c_str());
+  if (idx == 0) return errno_error("finding interface " + ifname + " in " + ns);
+  cur_ifindex_[ifname] = static_cast<int>(idx);
+  return static_cast<int>(idx);
+}
+
+Result<void> KernelBackend::create_namespace(const CreateNamespace& a) {
+  if (!netns_dir_ready_) {
+    FABEMU_TRY(prepare_netns_dir(netns_dir_));
+    netns_dir_ready_ = true;
+  }
+  cur_sock_.reset();
+  auto fd = create_pinned_namespace(a.path, a.uts_path, a.hostname);
+  // unshare may have moved us even when pinning failed.
+  cur_ns_ = a.ns;
+  cur_ifindex_.clear();
+  if (!fd) return fd.error();
+  ns_fds_[a.ns] = std::move(*fd);
+  return ok();
+}
+
+Result<void> KernelBackend::set_sysctl(const SetSysctl& a) {
+  FABEMU_TRY(enter(a.ns));  // /proc/sys/net shows the namespace of the thread that opens it
+  auto r = fabemu::write_file("/proc/sys/" + a.key, a.value);
+  if (!r && a.optional && errno_of(r.error()) == ENOENT) return ok();
+  if (!r) return r.error().context("sysctl in " + a.ns);
+  return ok();
+}
+
+Result<void> KernelBackend::set_link_up(const SetLinkUp& a) {
+  auto idx = ifindex(a.ns, a.ifname);
+  if (!idx) return idx.error();
+  return cur_sock_->set_up(*idx, a.ifname + " in " + a.ns);
+}
+
+Result<void> KernelBackend::create_veth(const CreateVeth& a) {
+  auto fa = ns_fd(a.ns_a);
+  if (!fa) return fa.error();
+  auto fb = ns_fd(a.ns_b);
+  if (!fb) return fb.error();
+  auto r = home_sock_->add_veth(*fa, a.if_a, *fb, a.if_b, a.mtu);
+  if (!r) return r.error().context(a.ns_a + " <-> " + a.ns_b);
+  return ok();
+}
+
+Result<void> KernelBackend::add_address(const AddAddress& a) {
+  auto idx = ifindex(a.ns, a.ifname);
+  if (!idx) return idx.error();
+  return cur_sock_->add_address(*idx, a.addr, a.ifname + " in " + a.ns);
+}
+
+Result<void> KernelBackend::add_route(const AddRoute& a) {
+  std::vector<RtnlSocket::Hop> hops;
+  for (const auto& h : a.hops) {
+    auto idx = ifindex(a.ns, h.ifname);
+    if (!idx) return idx.error();
+    hops.push_back({h.gateway, *idx});
+  }
+  FABEMU_TRY(enter(a.ns));
+  return cur_sock_->add_route(a.dst, hops, a.dst.str() + " in " + a.ns);
+}
+
+Result<void> KernelBackend::make_dir(const MakeDir& a) { return make_dirs(a.path); }
+
+Result<void> KernelBackend::write_file(const WriteFile& a) {
+  return fabemu::write_file(a.path, a.content);
+}
+
+Result<void> KernelBackend::create_cgroup(const CreateCgroup& a) {
+  if (!cgroups_) cgroups_ = detect_cgroups();
+  return fabemu::create_cgroup(*cgroups_, a.path, a.limits);
+}
+
+Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& journal) {
+  std::vector<std::string> paths;
+  for (const auto& e : journal)
+    if (e.kind == JournalEntry::Kind::Netns || e.kind == JournalEntry::Kind::Uts)
+      paths.push_back(e.path);
+  return kill_processes_in_namespaces(paths);
+}
+
+Result<void> KernelBackend::remove(const JournalEntry& e) {
+  switch (e.kind) {
+    case JournalEntry::Kind::Netns:
+    case JournalEntry::Kind::Uts:
+      return unpin_namespace(e.path);
+    case JournalEntry::Kind::Cgroup:
+      if (!cgroups_) cgroups_ = detect_cgroups();
+      return remove_cgroup(*cgroups_, e.path);
+    case JournalEntry::Kind::Dir: {
+      // Only ever delete trees that are recognisably fabemu's.
+      if (e.path.find("/fabemu") == std::string::npos || e.path.size() < 10)
+        return make_error("refusing to remove " + e.path + ": not a fabemu path", EPERM);
+      std::error_code ec;
+      std::filesystem::remove_all(e.path, ec);
+      if (ec && ec != std::errc::no_such_file_or_directory)
+        return make_error("removing " + e.path, ec.value());
+      return ok();
+    }
+  }
+  return ok();
+}
+
+}  // namespace fabemu

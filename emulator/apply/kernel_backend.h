@@ -1,0 +1,52 @@
+// KernelBackend: applies plan actions to the running kernel (libnl, namespaces, files, cgroups).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "apply/backend.h"
+#include "apply/cgroup.h"
+#include "apply/rtnl.h"
+#include "util/unique_fd.h"
+
+namespace fabemu {
+
+// Works on the calling thread: it moves the thread between the lab's namespaces while it
+// applies, and finish() (or the destructor) puts it back where it started.
+class KernelBackend : public Backend {
+ public:
+  static Result<std::unique_ptr<KernelBackend>> create(std::string netns_dir = "/run/netns");
+  ~KernelBackend() override;
+
+  Result<void> create_namespace(const CreateNamespace& a) override;
+  Result<void> set_sysctl(const SetSysctl& a) override;
+  Result<void> set_link_up(const SetLinkUp& a) override;
+  Result<void> create_veth(const CreateVeth& a) override;
+  Result<void> add_address(const AddAddress& a) override;
+  Result<void> add_route(const AddRoute& a) override;
+  Result<void> make_dir(const MakeDir& a) override;
+  Result<void> write_file(const WriteFile& a) override;
+  Result<void> create_cgroup(const CreateCgroup& a) override;
+  Result<void> finish() override;
+  Result<void> kill_processes(const std::vector<JournalEntry>& journal) override;
+  Result<void> remove(const JournalEntry& e) override;
+
+ private:
+  KernelBackend() = default;
+  Result<void> enter(const std::string& ns);  // join ns and open its rtnl socket if needed
+  Result<int> ifindex(const std::string& ns, const std::string& ifname);
+  Result<int> ns_fd(const std::string& ns);
+
+  std::string netns_dir_;
+  bool netns_dir_ready_ = false;
+  UniqueFd home_net_, home_uts_;
+  std::optional<RtnlSocket> home_sock_;  // in the caller's namespace: creates the veths
+  std::string cur_ns_;                    // "" = home
+  std::optional<RtnlSocket> cur_sock_;
+  std::map<std::string, int> cur_ifindex_;
+  std::map<std::string, UniqueFd> ns_fds_;
+  std::optional<CgroupLayout> cgroups_;
+};
+
+}  // namespace fabemu

@@ -1,0 +1,40 @@
+// Lab lifecycle: bring a planned lab up through a backend (journal first), take it down.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "apply/backend.h"
+#include "apply/journal.h"
+#include "plan/plan.h"
+
+namespace fabemu {
+
+// Called as work proceeds: phase name, actions done, actions total.
+using Progress = std::function<void(std::string_view phase, size_t done, size_t total)>;
+
+struct UpOptions {
+  std::string scenario_text;  // copied into the lab's run dir, so `status` sees what was built
+  std::string scenario_file;
+  Progress progress;
+};
+
+struct UpResult {
+  LabModel model;
+  Plan plan;
+};
+
+// Reserves an address pool for the lab, writes its journal, then applies the plan. On failure
+// everything already made is removed again and the error says which action failed.
+Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend& backend,
+                        const UpOptions& options = {});
+
+// Removes exactly what the lab's journal lists, in reverse, then the journal itself.
+// Succeeds (doing nothing) when the lab does not exist.
+Result<void> lab_down(const LabPaths& paths, Backend& backend);
+
+// The model of a running lab, rebuilt from the scenario copy and pool in its run dir.
+Result<LabModel> lab_model(const LabPaths& paths, JournalFile* journal_out = nullptr);
+
+}  // namespace fabemu

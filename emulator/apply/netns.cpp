@@ -1,0 +1,74 @@
+// Named namespaces pinned by bind mounts.
+#include "apply/netns.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include "util/files.h"
+
+namespace fabemu {
+
+Result<void> prepare_netns_dir(const std::string& dir) {
+  FABEMU_TRY(make_dirs(dir, 0755));
+  if (::mount("", dir.c_str(), "none", MS_SHARED | MS_REC, nullptr) == 0) return ok();
+  if (errno != EINVAL) return errno_error("making " + dir + " a shared mount");
+  // Not a mount point yet: bind it onto itself first.
+  if (::mount(dir.c_str(), dir.c_str(), "none", MS_BIND | MS_REC, nullptr) != 0)
+    return errno_error("bind-mounting " + dir + " onto itself");
+  if (::mount("", dir.c_str(), "none", MS_SHARED | MS_REC, nullptr) != 0)
+    return errno_error("making " + dir + " a shared mount");
+  return ok();
+}
+
+namespace {
+
+Result<void> pin(const char* proc_path, const std::string& target) {
+  UniqueFd fd(::open(target.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0));
+  if (!fd.valid()) return errno_error("creating " + target);
+  fd.reset();
+  if (::mount(proc_path, target.c_str(), "none", MS_BIND, nullptr) != 0) {
+    Error e = errno_error("pinning namespace at " + target);
+    ::unlink(target.c_str());
+    return e;
+  }
+  return ok();
+}
+
+}  // namespace
+
+Result<UniqueFd> create_pinned_namespace(const std::string& net_path, const std::string& uts_path,
+                                         const std::string& hostname) {
+  int flags = CLONE_NEWNET | (uts_path.empty() ? 0 : CLONE_NEWUTS);
+  if (::unshare(flags) != 0) return errno_error("creating namespace " + net_path);
+  if (!uts_path.empty()) {
+    if (::sethostname(hostname.data(), hostname.size()) != 0)
+      return errno_error("setting hostname " + hostname);
+    FABEMU_TRY(pin("/proc/thread-self/ns/uts", uts_path));
+  }
+  FABEMU_TRY(pin("/proc/thread-self/ns/net", net_path));
+  UniqueFd fd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno_error("opening namespace " + net_path);
+  return fd;
+}
+
+Result<void> unpin_namespace(const std::string& path) {
+  if (::umount2(path.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
+    return errno_error("unmounting " + path);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return errno_error("removing " + path);
+  return ok();
+}
+
+Result<UniqueFd> open_namespace(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno_error("opening namespace " + path);
+  return fd;
+}
+
+Result<void> enter_namespace(int fd, int nstype, const std::string& what) {
+  if (::setns(fd, nstype) != 0) return errno_error("entering namespace " + what);
+  return ok();
+}
+
+}  // namespace fabemu

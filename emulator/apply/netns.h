@@ -1,0 +1,30 @@
+// Named namespaces: create and pin (the way `ip netns add` does), enter, and remove.
+#pragma once
+
+#include <string>
+
+#include "util/result.h"
+#include "util/unique_fd.h"
+
+namespace fabemu {
+
+// Makes `dir` exist and be a shared mount point, as iproute2 does for /run/netns, so that
+// namespaces pinned in it show up in (and vanish from) other mount namespaces too.
+Result<void> prepare_netns_dir(const std::string& dir);
+
+// Moves the calling thread into a new network namespace (and a new UTS namespace with
+// `hostname` when uts_path is non-empty) and pins them by bind mounts at the given paths.
+// Returns an fd of the new network namespace. The thread stays in the new namespaces.
+Result<UniqueFd> create_pinned_namespace(const std::string& net_path, const std::string& uts_path,
+                                         const std::string& hostname);
+
+// Detaches the bind mount at `path` and removes the file; fine when already gone.
+Result<void> unpin_namespace(const std::string& path);
+
+// Opens a pinned namespace file (or /proc/.../ns/X).
+Result<UniqueFd> open_namespace(const std::string& path);
+
+// Joins the namespace behind `fd` (nstype CLONE_NEWNET, CLONE_NEWUTS, ...) on this thread.
+Result<void> enter_namespace(int fd, int nstype, const std::string& what);
+
+}  // namespace fabemu

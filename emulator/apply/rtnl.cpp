@@ -1,0 +1,144 @@
+// rtnetlink through libnl-route: veths, link state, addresses, (multipath) routes.
+#include "apply/rtnl.h"
+
+#include <arpa/inet.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <netlink/errno.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/route.h>
+
+namespace fabemu {
+namespace {
+
+template <typename T, void (*F)(T*)>
+struct Deleter {
+  void operator()(T* p) const { F(p); }
+};
+using LinkPtr = std::unique_ptr<rtnl_link, Deleter<rtnl_link, rtnl_link_put>>;
+using VethPtr = std::unique_ptr<rtnl_link, Deleter<rtnl_link, rtnl_link_veth_release>>;
+using AddrPtr = std::unique_ptr<rtnl_addr, Deleter<rtnl_addr, rtnl_addr_put>>;
+using RoutePtr = std::unique_ptr<rtnl_route, Deleter<rtnl_route, rtnl_route_put>>;
+using NlAddrPtr = std::unique_ptr<nl_addr, Deleter<nl_addr, nl_addr_put>>;
+
+NlAddrPtr to_nl(Prefix p) {
+  uint32_t be = htonl(p.addr.v);
+  NlAddrPtr a(nl_addr_build(AF_INET, &be, sizeof be));
+  if (a) nl_addr_set_prefixlen(a.get(), p.len);
+  return a;
+}
+
+int errno_for(int nl_err) {
+  switch (nl_err < 0 ? -nl_err : nl_err) {
+    case NLE_EXIST:
+      return EEXIST;
+    case NLE_NODEV:
+      return ENODEV;
+    case NLE_PERM:
+      return EPERM;
+    case NLE_INVAL:
+      return EINVAL;
+    case NLE_OPNOTSUPP:
+      return EOPNOTSUPP;
+    case NLE_NOADDR:
+      return EADDRNOTAVAIL;
+    case NLE_OBJ_NOTFOUND:
+      return ENOENT;
+    case NLE_NOMEM:
+      return ENOMEM;
+    case NLE_BUSY:
+      return EBUSY;
+    case NLE_RANGE:
+      return ERANGE;
+    default:
+      return EIO;
+  }
+}
+
+}  // namespace
+
+Error nl_error(int nl_err, const std::string& what) {
+  int err = errno_for(nl_err);
+  // Where libnl's code has no errno of its own, keep its words.
+  return err == EIO ? make_error(what + ": " + nl_geterror(nl_err), EIO) : make_error(what, err);
+}
+
+void RtnlSocket::Free::operator()(nl_sock* s) const { nl_socket_free(s); }
+
+Result<RtnlSocket> RtnlSocket::open() {
+  std::unique_ptr<nl_sock, Free> s(nl_socket_alloc());
+  if (!s) return make_error("allocating netlink socket", ENOMEM);
+  if (int err = nl_connect(s.get(), NETLINK_ROUTE); err < 0)
+    return nl_error(err, "connecting rtnetlink socket");
+  return RtnlSocket(std::move(s));
+}
+
+Result<void> RtnlSocket::add_veth(int ns_fd_a, const std::string& if_a, int ns_fd_b,
+                                  const std::string& if_b, uint32_t mtu) {
+  VethPtr link(rtnl_link_veth_alloc());
+  if (!link) return make_error("allocating veth", ENOMEM);
+  rtnl_link* peer = rtnl_link_veth_get_peer(link.get());
+  for (auto [l, name, fd] : {std::tuple{link.get(), &if_a, ns_fd_a}, {peer, &if_b, ns_fd_b}}) {
+    rtnl_link_set_name(l, name->c_str());
+    rtnl_link_set_ns_fd(l, fd);
+    rtnl_link_set_mtu(l, mtu);
+  }
+  // Only the first end: the kernel configures the peer before the pair is joined, and opening
+  // a veth without its peer fails with ENOTCONN.
+  rtnl_link_set_flags(link.get(), IFF_UP);
+  rtnl_link_put(peer);
+  if (int err = rtnl_link_add(sock_.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0)
+    return nl_error(err, "creating veth " + if_a + " <-> " + if_b);
+  return ok();
+}
+
+Result<void> RtnlSocket::set_up(int ifindex, const std::string& what) {
+  LinkPtr orig(rtnl_link_alloc()), change(rtnl_link_alloc());
+  if (!orig || !change) return make_error("allocating link", ENOMEM);
+  rtnl_link_set_ifindex(orig.get(), ifindex);
+  rtnl_link_set_flags(change.get(), IFF_UP);
+  if (int err = rtnl_link_change(sock_.get(), orig.get(), change.get(), 0); err < 0)
+    return nl_error(err, "setting " + what + " up");
+  return ok();
+}
+
+Result<void> RtnlSocket::add_address(int ifindex, Prefix p, const std::string& what) {
+  AddrPtr addr(rtnl_addr_alloc());
+  NlAddrPtr local = to_nl(p);
+  if (!addr || !local) return make_error("allocating address", ENOMEM);
+  rtnl_addr_set_ifindex(addr.get(), ifindex);
+  rtnl_addr_set_family(addr.get(), AF_INET);
+  rtnl_addr_set_local(addr.get(), local.get());
+  if (int err = rtnl_addr_add(sock_.get(), addr.get(), NLM_F_EXCL); err < 0)
+    return nl_error(err, "adding address " + p.str() + " to " + what);
+  return ok();
+}
+
+Result<void> RtnlSocket::add_route(Prefix dst, const std::vector<Hop>& hops,
+                                   const std::string& what) {
+  RoutePtr route(rtnl_route_alloc());
+  NlAddrPtr d = to_nl(dst);
+  if (!route || !d) return make_error("allocating route", ENOMEM);
+  rtnl_route_set_family(route.get(), AF_INET);
+  rtnl_route_set_dst(route.get(), d.get());
+  rtnl_route_set_table(route.get(), RT_TABLE_MAIN);
+  rtnl_route_set_protocol(route.get(), RTPROT_STATIC);
+  rtnl_route_set_scope(route.get(), RT_SCOPE_UNIVERSE);
+  rtnl_route_set_type(route.get(), RTN_UNICAST);
+  for (const Hop& h : hops) {
+    rtnl_nexthop* nh = rtnl_route_nh_alloc();
+    if (!nh) return make_error("allocating nexthop", ENOMEM);
+    NlAddrPtr gw = to_nl(Prefix{h.gateway, 32});
+    rtnl_route_nh_set_ifindex(nh, h.ifindex);
+    rtnl_route_nh_set_gateway(nh, gw.get());
+    rtnl_route_add_nexthop(route.get(), nh);  // the route owns nh now
+  }
+  if (int err = rtnl_route_add(sock_.get(), route.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0)
+    return nl_error(err, "adding route " + what);
+  return ok();
+}
+
+}  // namespace fabemu

@@ -1,0 +1,43 @@
+// RtnlSocket: an rtnetlink socket (libnl) bound to the network namespace it was opened in.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/addressing.h"
+#include "util/result.h"
+
+struct nl_sock;
+
+namespace fabemu {
+
+class RtnlSocket {
+ public:
+  // Opens a socket in the calling thread's current network namespace.
+  static Result<RtnlSocket> open();
+
+  // A veth pair whose ends are created straight inside the namespaces behind ns_fd_a/b
+  // (never visible in ours), with the given MTU; end a is up, end b still down.
+  Result<void> add_veth(int ns_fd_a, const std::string& if_a, int ns_fd_b,
+                        const std::string& if_b, uint32_t mtu);
+  Result<void> set_up(int ifindex, const std::string& what);
+  Result<void> add_address(int ifindex, Prefix addr, const std::string& what);
+  struct Hop {
+    Ipv4 gateway;
+    int ifindex;
+  };
+  Result<void> add_route(Prefix dst, const std::vector<Hop>& hops, const std::string& what);
+
+ private:
+  struct Free {
+    void operator()(nl_sock* s) const;
+  };
+  explicit RtnlSocket(std::unique_ptr<nl_sock, Free> s) : sock_(std::move(s)) {}
+  std::unique_ptr<nl_sock, Free> sock_;
+};
+
+// libnl's negative NLE_* code as an Error with the nearest errno.
+Error nl_error(int nl_err, const std::string& what);
+
+}  // namespace fabemu

@@ -1,0 +1,37 @@
+// The CLI's commands: each returns the process exit code and is the only place that prints.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/lab_paths.h"
+
+namespace fabemu::cli {
+
+// Exit codes (documented in README.md and `fabemu --help`).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;      // the system refused or a check failed
+inline constexpr int kExitBadInput = 2;    // bad command line or scenario file
+inline constexpr int kExitNoLab = 3;       // the named lab does not exist
+inline constexpr int kExitNeedsRoot = 4;   // must run as root
+
+struct UpArgs {
+  std::string scenario;
+  std::string lab;  // default: the scenario's name
+  bool dry_run = false;
+  bool quiet = false;
+};
+
+int cmd_up(const UpArgs& args, const LabPaths& base);
+int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base);
+int cmd_status(const std::string& lab, bool json, const LabPaths& base);
+int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector<std::string>& argv,
+             const LabPaths& base);
+int cmd_doctor(bool json);
+int cmd_run(const UpArgs& args, bool keep, const LabPaths& base);
+
+// Shared helpers.
+void print_error(const std::string& message);
+bool require_root(const char* command);
+
+}  // namespace fabemu::cli

@@ -1,0 +1,240 @@
+// `up`, `down` and `run`: scenario checks before anything is touched, then the lab lifecycle.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "apply/cgroup.h"
+#include "apply/journal.h"
+#include "apply/kernel_backend.h"
+#include "apply/lab.h"
+#include "apply/netns.h"
+#include "cli/commands.h"
+#include "runtime/reachability.h"
+#include "scenario/loader.h"
+#include "util/files.h"
+
+namespace fabemu::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+Progress terminal_progress(bool quiet) {
+  if (quiet || !::isatty(STDERR_FILENO)) return nullptr;
+  return [](std::string_view phase, size_t done, size_t total) {
+    if (phase == "done") {
+      std::fprintf(stderr, "\r\033[K");
+      return;
+    }
+    std::fprintf(stderr, "\r\033[K  %.*s %zu/%zu actions", static_cast<int>(phase.size()),
+                 phase.data(), done, total);
+  };
+}
+
+// What a scenario asks for that this version cannot do: refused before anything is touched.
+std::optional<std::string> unsupported(const Scenario& s, const LabModel& m) {
+  if (s.fabric.switch_kind != SwitchKind::Router)
+    return "fabric.switch: only 'router' switches are implemented in this version";
+  if (s.rdma == RdmaMode::On)
+    return "rdma.enabled: on: soft-RoCE (rxe) hosts are not implemented in this version; use "
+           "auto or off";
+  bool limits = false;
+  for (const auto& n : m.topo.nodes) limits |= !n.limits.empty();
+  if (limits && !detect_cgroups().usable())
+    return "hosts: cpu/memory limits need cgroups: " + detect_cgroups().describe();
+  return std::nullopt;
+}
+
+std::vector<std::string> notes(const Scenario& s, const LabModel& m) {
+  std::vector<std::string> out;
+  bool shaped = false;
+  for (const auto& l : m.topo.links) shaped |= !l.a_to_b.empty() || !l.b_to_a.empty();
+  if (shaped)
+    out.push_back("link shapes (rate, delay, loss, ECN) are parsed but not enforced yet: links "
+                  "run at veth speed");
+  if (s.rdma == RdmaMode::Auto) out.push_back("rdma: auto: no rxe devices (not implemented yet)");
+  return out;
+}
+
+struct Prepared {
+  Scenario scenario;
+  std::string text;
+  LabPaths paths;
+};
+
+// Loads and validates everything; returns an exit code on failure.
+std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
+  auto sc = load_scenario_file(args.scenario);
+  if (!sc) {
+    print_error(sc.error().what());
+    return kExitBadInput;
+  }
+  auto text = read_file(args.scenario);
+  if (!text) {
+    print_error(text.error().what());
+    return kExitBadInput;
+  }
+  Prepared p{std::move(*sc), std::move(*text), base};
+  p.paths.lab = args.lab.empty() ? p.scenario.name : args.lab;
+  if (!is_valid_lab_name(p.paths.lab)) {
+    print_error("--lab: '" + p.paths.lab + "' is not a lab name: 1-12 of a-z, 0-9 and '-'");
+    return kExitBadInput;
+  }
+  auto model = build_model(p.scenario, 0);
+  if (!model) {
+    print_error(model.error().what());
+    return kExitBadInput;
+  }
+  if (auto why = unsupported(p.scenario, *model)) {
+    print_error(p.scenario.file + ": " + *why);
+    return kExitBadInput;
+  }
+  return p;
+}
+
+int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
+             LabPaths& paths) {
+  auto prep = prepare(args, base);
+  if (auto* code = std::get_if<int>(&prep)) return *code;
+  auto& p = std::get<Prepared>(prep);
+  paths = p.paths;
+
+  if (args.dry_run) {
+    auto model = build_model(p.scenario, 0);
+    Plan plan = make_plan(*model, p.paths, 0);
+    for (const auto& e : plan.journal)
+      std::printf("journal %s\n", e.path.c_str());
+    for (const auto& a : plan.actions) std::printf("%s\n", describe(a).c_str());
+    std::printf("# %d namespaces, %d veths, %d routes, %zu actions\n", plan.namespaces, plan.veths,
+                plan.routes, plan.actions.size());
+    return kExitOk;
+  }
+  if (!require_root("up")) return kExitNeedsRoot;
+  auto backend = KernelBackend::create(p.paths.netns_dir);
+  if (!backend) {
+    print_error(backend.error().what());
+    return kExitFailed;
+  }
+  auto start = Clock::now();
+  UpOptions opts{p.text, args.scenario, terminal_progress(args.quiet)};
+  auto up = lab_up(p.scenario, p.paths, **backend, opts);
+  if (!up) {
+    print_error(up.error().what());
+    return kExitFailed;
+  }
+  const LabModel& m = up->model;
+  std::printf("lab %s up in %.2f s: %d hosts, %zu switches, %zu links, %d routes (addresses %s)\n",
+              p.paths.lab.c_str(), seconds_since(start), m.topo.host_count(),
+              m.topo.switches().size(), m.topo.links.size(), up->plan.routes,
+              m.addresses.pool.str().c_str());
+  for (const auto& n : notes(p.scenario, m)) std::printf("  note: %s\n", n.c_str());
+  out = std::move(*up);
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_up(const UpArgs& args, const LabPaths& base) {
+  std::optional<UpResult> up;
+  LabPaths paths;
+  int code = bring_up(args, base, up, paths);
+  if (code != kExitOk || args.dry_run) return code;
+  const auto hosts = up->model.topo.hosts();
+  std::printf("  try: fabemu exec %s:%s -- ping -c3 %s\n", paths.lab.c_str(),
+              up->model.topo.nodes[hosts.front()].name.c_str(),
+              up->model.topo.nodes[hosts.back()].name.c_str());
+  std::printf("       fabemu status %s; fabemu down %s\n", paths.lab.c_str(), paths.lab.c_str());
+  return kExitOk;
+}
+
+int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& base) {
+  if (labs_in.empty() && !all) {
+    print_error("down: name a lab, or --all");
+    return kExitBadInput;
+  }
+  if (!require_root("down")) return kExitNeedsRoot;
+  std::vector<std::string> labs = all ? list_labs(base.run_root) : labs_in;
+  auto backend = KernelBackend::create(base.netns_dir);
+  if (!backend) {
+    print_error(backend.error().what());
+    return kExitFailed;
+  }
+  int code = kExitOk;
+  for (const auto& lab : labs) {
+    LabPaths paths = base;
+    paths.lab = lab;
+    if (!all && !path_exists(paths.run_dir())) {
+      print_error("down: no lab named '" + lab + "'");
+      code = std::max(code, kExitNoLab);
+      continue;
+    }
+    auto start = Clock::now();
+    if (auto r = lab_down(paths, **backend); !r) {
+      print_error(r.error().what());
+      code = kExitFailed;
+      continue;
+    }
+    std::printf("lab %s down in %.2f s\n", lab.c_str(), seconds_since(start));
+  }
+  return code == kExitNoLab && labs.size() > 1 ? kExitFailed : code;
+}
+
+int cmd_run(const UpArgs& args, bool keep, const LabPaths& base) {
+  std::optional<UpResult> up;
+  LabPaths paths;
+  int code = bring_up(args, base, up, paths);
+  if (code != kExitOk) return code;
+  const LabModel& m = up->model;
+
+  auto start = Clock::now();
+  auto reach = check_reachability(m, paths);
+  if (!reach) {
+    print_error(reach.error().what());
+    code = kExitFailed;
+  } else {
+    const int total = static_cast<int>(reach->pairs.size());
+    std::printf("reachability: %d/%d host pairs answered ICMP echo across the fabric in %.2f s; "
+                "rtt p50 %.0f us, p99 %.0f us\n",
+                reach->answered(), total, seconds_since(start), reach->rtt_percentile(50),
+                reach->rtt_percentile(99));
+    int shown = 0;
+    for (const auto& pr : reach->pairs)
+      if (!pr.answered && shown++ < 10)
+        std::printf("  no answer: %s -> %s\n", m.topo.nodes[pr.src].name.c_str(),
+                    m.topo.nodes[pr.dst].name.c_str());
+    if (reach->answered() != total) code = kExitFailed;
+  }
+  for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
+    const auto& w = m.scenario.workload[i];
+    std::string what = std::holds_alternative<CollectiveStep>(w.step)
+                           ? std::get<CollectiveStep>(w.step).collective + " (" +
+                                 std::get<CollectiveStep>(w.step).library + ")"
+                           : "exec";
+    std::printf("workload[%zu] %s: not run: workloads are not implemented in this version\n", i,
+                what.c_str());
+  }
+  if (keep) {
+    std::printf("lab %s left up (--keep); `fabemu down %s` removes it\n", paths.lab.c_str(),
+                paths.lab.c_str());
+    return code;
+  }
+  auto backend = KernelBackend::create(paths.netns_dir);
+  if (!backend) {
+    print_error(backend.error().what());
+    return kExitFailed;
+  }
+  auto down_start = Clock::now();
+  if (auto r = lab_down(paths, **backend); !r) {
+    print_error(r.error().what());
+    return kExitFailed;
+  }
+  std::printf("lab %s down in %.2f s\n", paths.lab.c_str(), seconds_since(down_start));
+  return code;
+}
+
+}  // namespace fabemu::cli

@@ -1,0 +1,350 @@
+// Probes run in a throwaway network namespace: each one creates the real kernel object.
+#include "doctor/namespace_probes.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "doctor/bpf_attach.h"
+#include "doctor/netlink.h"
+#include "doctor/rdma_link.h"
+#include "doctor/rtnl.h"
+
+namespace fabemu::doctor {
+
+namespace {
+
+// Generous for a local kernel (answers take microseconds) yet keeps the worst case of a
+// wedged subsystem far below a second per request.
+constexpr std::chrono::milliseconds kReplyTimeout{250};
+
+// The port every link, qdisc and BPF probe uses; veth is what fabemu's ports are.
+constexpr char kPort[] = "fe-veth0";
+constexpr char kPeer[] = "fe-veth1";
+
+// The namespace identity of this thread, to prove that unshare really moved it.
+std::optional<ino_t> thread_ns_inode(const char* kind) {
+  struct stat st;
+  std::string path = std::string("/proc/thread-self/ns/") + kind;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return st.st_ino;
+}
+
+// unshare() for this thread, checked: every probe after it relies on not being in the host's
+// namespace, so "success" that left the namespace unchanged counts as failure.
+Result<void> unshare_checked(int flag, const char* kind) {
+  std::optional<ino_t> before = thread_ns_inode(kind);
+  if (::unshare(flag) != 0)
+    return errno_error(std::string("unshare(CLONE_NEW") + (flag == CLONE_NEWNET ? "NET" : "UTS") +
+                       ")");
+  std::optional<ino_t> after = thread_ns_inode(kind);
+  if (!before || !after || *before == *after)
+    return make_error(std::string("unshare succeeded but the thread's ") + kind +
+                      " namespace did not change");
+  return ok();
+}
+
+Result<void> write_file(const char* path, const std::string& text) {
+  UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno_error(std::string("opening ") + path);
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    return errno_error(std::string("writing ") + path);
+  return ok();
+}
+
+in_addr ipv4(const char* text) {
+  in_addr a{};
+  ::inet_pton(AF_INET, text, &a);
+  return a;
+}
+
+class NamespaceProbes {
+ public:
+  std::vector<FeatureProbe> run() {
+    if (probe_netns()) {
+      probe_uts_ns();
+      auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, kReplyTimeout);
+      if (rtnl) {
+        rtnl_.emplace(std::move(*rtnl));
+        probe_veth();
+        probe_bridge();
+        probe_ecmp();
+        probe_bpf();
+        probe_qdiscs();
+        probe_ifb();
+      } else {
+        std::string why = "no rtnetlink socket: " + describe(rtnl.error());
+        for (const char* id :
+             {"veth", "bridge", "ecmp", "sch_fq", "sch_netem", "sch_htb", "sch_tbf", "ifb"})
+          skip(id, why);
+        probe_bpf();  // still worth knowing; it skips the attach probes for want of a port
+      }
+      probe_ovs_kernel();
+      probe_rxe();
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void record(const char* id, ProbeStatus status, std::string detail, std::string cost = {}) {
+    out_.push_back({id, {}, status, std::move(detail), std::move(cost)});
+  }
+  void skip(const char* id, const std::string& why) {
+    record(id, ProbeStatus::Unknown, "not tried: " + why);
+  }
+
+  bool probe_netns() {
+    auto r = unshare_checked(CLONE_NEWNET, "net");
+    if (!r) {
+      record("netns", ProbeStatus::No, describe(r.error()));
+      // Without a namespace of our own, creating links would touch the host: try nothing else.
+      for (const char* id : {"uts_ns", "veth", "bridge", "ecmp", "bpf", "clsact", "tcx", "sch_fq",
+                             "sch_netem", "sch_htb", "sch_tbf", "ifb", "ovs_kernel", "rxe"})
+        skip(id, "no throwaway network namespace to try it in");
+      return false;
+    }
+    record("netns", ProbeStatus::Yes, "unshare(CLONE_NEWNET) on a probe thread");
+    return true;
+  }
+
+  void probe_uts_ns() {
+    auto r = unshare_checked(CLONE_NEWUTS, "uts");
+    if (!r) return record("uts_ns", ProbeStatus::No, describe(r.error()));
+    // The hostname is what Open MPI and users key on; setting it is the point of the namespace.
+    static const char kName[] = "fabemu-probe";
+    if (::sethostname(kName, sizeof(kName) - 1) != 0)
+      return record("uts_ns", ProbeStatus::Partial,
+                    describe(errno_error("unshare(CLONE_NEWUTS) worked, but sethostname")),
+                    "hosts cannot have their own hostnames");
+    record("uts_ns", ProbeStatus::Yes, "unshare(CLONE_NEWUTS) and sethostname inside it");
+  }
+
+  void probe_veth() {
+    auto r = create_veth(*rtnl_, kPort, kPeer);
+    if (!r) return record("veth", ProbeStatus::No, describe(r.error()));
+    auto a = link_index(kPort);
+    auto b = link_index(kPeer);
+    if (!a || !b) return record("veth", ProbeStatus::No, describe((a ? b : a).error()));
+    for (int index : {*a, *b}) {
+      auto up = set_link_up(*rtnl_, index);
+      if (!up) return record("veth", ProbeStatus::No, describe(up.error()));
+    }
+    port_ = *a;
+    peer_ = *b;
+    record("veth", ProbeStatus::Yes,
+           std::string("created veth pair ") + kPort + "/" + kPeer + " and brought it up");
+  }
+
+  void probe_bridge() {
+    auto r = create_link(*rtnl_, "fe-br0", "bridge");
+    if (!r) return record("bridge", ProbeStatus::No, describe(r.error()));
+    if (!peer_) return record("bridge", ProbeStatus::Yes, "created bridge fe-br0 (no port tried)");
+    auto br = link_index("fe-br0");
+    if (!br) return record("bridge", ProbeStatus::No, describe(br.error()));
+    auto port = set_link_master(*rtnl_, peer_, *br);
+    if (!port)
+      return record("bridge", ProbeStatus::Partial,
+                    "created bridge fe-br0, but " + describe(port.error()),
+                    "bridges cannot take ports: fabric.switch: bridge is unusable");
+    record("bridge", ProbeStatus::Yes, std::string("created bridge fe-br0 with port ") + kPeer);
+  }
+
+  void probe_ecmp() {
+    // Two veths, each with a /30 whose far end is the gateway: a router with two uplinks.
+    const char* names[2][2] = {{"fe-ecmp0a", "fe-ecmp0b"}, {"fe-ecmp1a", "fe-ecmp1b"}};
+    const char* locals[2] = {"10.255.0.1", "10.255.1.1"};
+    const char* gateways[2] = {"10.255.0.2", "10.255.1.2"};
+    std::vector<Nexthop> hops;
+    for (int i = 0; i < 2; ++i) {
+      auto made = create_veth(*rtnl_, names[i][0], names[i][1]);
+      if (!made)
+        return record("ecmp", ProbeStatus::Unknown, "not tried: " + describe(made.error()));
+      auto a = link_index(names[i][0]);
+      auto b = link_index(names[i][1]);
+      if (!a || !b) return record("ecmp", ProbeStatus::Unknown, describe((a ? b : a).error()));
+      for (int index : {*a, *b}) {
+        auto up = set_link_up(*rtnl_, index);
+        if (!up) return record("ecmp", ProbeStatus::Unknown, describe(up.error()));
+      }
+      auto addr = add_ipv4_address(*rtnl_, *a, ipv4(locals[i]), 30);
+      if (!addr) return record("ecmp", ProbeStatus::Unknown, describe(addr.error()));
+      hops.push_back({ipv4(gateways[i]), *a});
+    }
+    auto route = add_multipath_route(*rtnl_, ipv4("10.254.0.0"), 24, hops);
+    if (!route) return record("ecmp", ProbeStatus::No, describe(route.error()));
+    // Without the L4 hash every flow between two hosts takes one path (RoCEv2 entropy is the
+    // UDP source port). The sysctl is per namespace, so this only changes the probe's own.
+    auto policy = write_file("/proc/sys/net/ipv4/fib_multipath_hash_policy", "1");
+    if (!policy)
+      return record("ecmp", ProbeStatus::Partial,
+                    "2-nexthop route accepted, but " + describe(policy.error()),
+                    "ECMP hashes on L3 only: flows between one pair of hosts take one path");
+    record("ecmp", ProbeStatus::Yes,
+           "2-nexthop route 10.254.0.0/24 accepted; L4 hash policy (fib_multipath_hash_policy=1) "
+           "set");
+  }
+
+  void probe_bpf() {
+    auto prog = load_pass_sched_cls();
+    if (!prog) {
+      record("bpf", ProbeStatus::No, describe(prog.error()));
+      skip("clsact", "no BPF program could be loaded");
+      skip("tcx", "no BPF program could be loaded");
+      return;
+    }
+    record("bpf", ProbeStatus::Yes, "BPF_PROG_LOAD of a 2-instruction SCHED_CLS program");
+    if (!port_) {
+      skip("clsact", "no veth to attach to");
+      skip("tcx", "no veth to attach to");
+      return;
+    }
+
+    auto qdisc = add_clsact(*rtnl_, port_);
+    auto filter = qdisc ? attach_cls_bpf_egress(*rtnl_, port_, prog->get()) : qdisc;
+    if (!filter) {
+      record("clsact", ProbeStatus::No, describe(filter.error()));
+    } else {
+      record("clsact", ProbeStatus::Yes,
+             std::string("clsact qdisc on ") + kPort + ", cls_bpf direct-action filter at egress");
+    }
+
+    auto link = create_tcx_egress_link(port_, prog->get());
+    if (!link) return record("tcx", ProbeStatus::No, describe(link.error()));
+    record("tcx", ProbeStatus::Yes, std::string("BPF_LINK_CREATE at tcx egress of ") + kPort);
+  }
+
+  // Adds `m` as the root qdisc of the port, then removes it so the next kind can be tried.
+  void try_root_qdisc(const char* id, const std::string& kind, NetlinkMessage m) {
+    auto r = rtnl_->transact(m, "creating qdisc " + kind);
+    if (!r) return record(id, ProbeStatus::No, describe(r.error()));
+    auto del = delete_root_qdisc(*rtnl_, port_);
+    std::string detail = "created qdisc " + kind + " as root of " + kPort;
+    if (!del) detail += " (then " + describe(del.error()) + ")";
+    record(id, ProbeStatus::Yes, detail);
+  }
+
+  void probe_qdiscs() {
+    if (!port_) {
+      for (const char* id : {"sch_fq", "sch_netem", "sch_htb", "sch_tbf"})
+        skip(id, "no veth to put a qdisc on");
+      return;
+    }
+    // fq: the EDT pacer the link model hands packets to; its defaults are what we use.
+    try_root_qdisc("sch_fq", "fq", new_qdisc_message(port_, TC_H_ROOT, 0, "fq"));
+
+    // netem takes a bare struct as TCA_OPTIONS, not nested attributes; 1 ms of delay.
+    NetlinkMessage netem = new_qdisc_message(port_, TC_H_ROOT, 0, "netem");
+    tc_netem_qopt nq{};
+    nq.latency = 1'000'000 / 64;  // psched ticks are 64 ns
+    nq.limit = 1000;
+    netem.put_attr(TCA_OPTIONS, &nq, sizeof(nq));
+    try_root_qdisc("sch_netem", "netem", std::move(netem));
+
+    NetlinkMessage htb = new_qdisc_message(port_, TC_H_ROOT, TC_H_MAKE(1U << 16, 0), "htb");
+    tc_htb_glob glob{};
+    glob.version = TC_HTB_PROTOVER;
+    glob.rate2quantum = 10;
+    size_t options = htb.begin_nest(TCA_OPTIONS);
+    htb.put_attr(TCA_HTB_INIT, &glob, sizeof(glob));
+    htb.end_nest(options);
+    try_root_qdisc("sch_htb", "htb", std::move(htb));
+
+    // 1 Mbit/s with a 32 KiB burst. An Ethernet link layer tells the kernel not to expect the
+    // legacy rate table.
+    NetlinkMessage tbf = new_qdisc_message(port_, TC_H_ROOT, 0, "tbf");
+    tc_tbf_qopt tq{};
+    tq.rate.rate = 125'000;
+    tq.rate.linklayer = TC_LINKLAYER_ETHERNET;
+    tq.limit = 10'000;
+    options = tbf.begin_nest(TCA_OPTIONS);
+    tbf.put_attr(TCA_TBF_PARMS, &tq, sizeof(tq));
+    tbf.put_u32(TCA_TBF_BURST, 32 * 1024);
+    tbf.end_nest(options);
+    try_root_qdisc("sch_tbf", "tbf", std::move(tbf));
+  }
+
+  void probe_ifb() {
+    auto r = create_link(*rtnl_, "fe-ifb0", "ifb");
+    if (!r) return record("ifb", ProbeStatus::No, describe(r.error()));
+    record("ifb", ProbeStatus::Yes, "created ifb device fe-ifb0");
+  }
+
+  void probe_ovs_kernel() {
+    // Resolving the family is what ovs-vswitchd does first; the kernel also autoloads the
+    // openvswitch module on this lookup where modules exist.
+    auto genl = NetlinkSocket::open(NETLINK_GENERIC, kReplyTimeout);
+    if (!genl) return record("ovs_kernel", ProbeStatus::Unknown, describe(genl.error()));
+    NetlinkMessage m(GENL_ID_CTRL, 0);
+    genlmsghdr g{};
+    g.cmd = CTRL_CMD_GETFAMILY;
+    g.version = 1;
+    m.put_header(g);
+    m.put_string(CTRL_ATTR_FAMILY_NAME, "ovs_datapath");
+    auto r = genl->transact(m, "resolving genetlink family ovs_datapath");
+    if (!r) {
+      std::string detail = describe(r.error());
+      if (r.error().code.value() == ENOENT) detail += ": no openvswitch kernel module";
+      return record("ovs_kernel",
+                    r.error().code.value() == ENOENT ? ProbeStatus::No : ProbeStatus::Unknown,
+                    detail);
+    }
+    std::string id = "?";
+    for (const std::string& reply : *r) {
+      if (reply.size() < GENL_HDRLEN) continue;
+      for (const NetlinkAttr& a : parse_attrs(std::string_view(reply).substr(GENL_HDRLEN)))
+        if (a.type == CTRL_ATTR_FAMILY_ID && a.payload.size() >= 2) {
+          uint16_t v;
+          std::memcpy(&v, a.payload.data(), sizeof(v));
+          id = std::to_string(v);
+        }
+    }
+    record("ovs_kernel", ProbeStatus::Yes,
+           "genetlink family ovs_datapath registered (id " + id + ")");
+  }
+
+  void probe_rxe() {
+    if (!port_) return skip("rxe", "no veth to put an rxe device on");
+    auto rdma = NetlinkSocket::open(NETLINK_RDMA, kReplyTimeout);
+    if (!rdma) {
+      return record("rxe", ProbeStatus::No,
+                    describe(rdma.error()) + ": the kernel has no RDMA core, hence no rxe");
+    }
+    static const char kDevice[] = "fabemu_rxe0";
+    auto made = add_rxe_link(*rdma, kDevice, kPort);
+    if (!made) return record("rxe", ProbeStatus::No, describe(made.error()));
+    // The device would also go when the namespace's veth does; deleting it now is tidier.
+    std::string detail =
+        "rxe device can be created; traffic between namespaces needs kernel >= 7.1 and is tested "
+        "by the rdma lane";
+    auto index = rdma_device_index(*rdma, kDevice);
+    auto gone = index ? delete_rdma_link(*rdma, *index) : Result<void>(index.error());
+    if (!gone) detail += " (removing it: " + describe(gone.error()) + ")";
+    record("rxe", ProbeStatus::Partial, detail,
+           "soft-RoCE between emulated hosts is unverified here: older kernels run rxe only in "
+           "the initial namespace, so ibverbs transports may fail; tcp is unaffected");
+  }
+
+  std::optional<NetlinkSocket> rtnl_;
+  int port_ = 0;  // ifindex of kPort once the veth probe made it
+  int peer_ = 0;
+  std::vector<FeatureProbe> out_;
+};
+
+}  // namespace
+
+std::vector<FeatureProbe> run_namespace_probes() {
+  return NamespaceProbes().run();
+}
+
+}  // namespace fabemu::doctor

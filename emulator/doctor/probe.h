@@ -1,0 +1,45 @@
+// `fabemu doctor`: probes what the running kernel and machine can emulate, by trying each thing.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fabemu {
+
+enum class ProbeStatus { Yes, No, Partial, Unknown };
+
+// "yes", "no", "partial", "unknown".
+std::string_view to_string(ProbeStatus status);
+
+struct FeatureProbe {
+  // Stable key, in this order: netns, uts_ns, veth, bridge, ecmp, bpf, clsact, tcx, sch_fq,
+  // sch_netem, sch_htb, sch_tbf, ifb, ovs_kernel, ovs_userspace, rxe, cgroup_cpu, cgroup_memory.
+  std::string id;
+  std::string name;  // for people: "BPF tcx attach"
+  ProbeStatus status = ProbeStatus::Unknown;
+  std::string detail;  // what the probe saw: "ENOENT creating qdisc fq (kernel: ...)"
+  std::string cost;    // what a user loses when the feature is missing (set for every feature)
+};
+
+struct KernelInfo {
+  std::string release;  // uname -r
+  bool root = false;    // effective uid 0: most probes need it
+};
+
+KernelInfo kernel_info();
+
+// Runs every probe, in a fixed order, and returns one entry per feature id. Network probes run
+// in a throwaway network namespace on a dedicated thread, so the host's interfaces are never
+// touched and everything they create vanishes with the thread. Without root every kernel probe
+// is Unknown with detail "needs root". Takes well under a second; never throws.
+std::vector<FeatureProbe> probe_features();
+
+// An aligned plain-text table for the terminal: feature, status (yes/no/partial/?), detail and,
+// for features that are not fully there, what that costs.
+std::string format_doctor_table(const KernelInfo& kernel, const std::vector<FeatureProbe>& probes);
+
+// The same as one JSON object on one line (for JSON-lines output).
+std::string doctor_json(const KernelInfo& kernel, const std::vector<FeatureProbe>& probes);
+
+}  // namespace fabemu

@@ -1,0 +1,31 @@
+// Static L3 routing: ECMP shortest paths between switches, hosts routed via their leaf.
+#pragma once
+
+#include <vector>
+
+#include "model/addressing.h"
+#include "model/topology.h"
+
+namespace fabemu {
+
+struct Nexthop {
+  Ipv4 gateway;
+  int link = -1;  // the port (link) it leaves through
+  bool operator==(const Nexthop&) const = default;
+};
+
+struct Route {
+  Prefix dst;
+  std::vector<Nexthop> nexthops;  // >1 = ECMP group
+};
+
+// Routes per node (index = node id). Hosts do not forward: paths never transit a host.
+// Switches: every other switch's host block and loopback, over all shortest next hops.
+// Hosts: a default route via their primary NIC; on a secondary NIC (rail-optimized scale-up)
+// /32 routes to the hosts that share that switch, so GPU peers of one machine talk over it.
+Result<std::vector<std::vector<Route>>> plan_routes(const Topology& topo, const AddressPlan& plan);
+
+// Hop distances between switches over switch-switch links (-1 = unreachable).
+std::vector<std::vector<int>> switch_distances(const Topology& topo);
+
+}  // namespace fabemu

@@ -1,0 +1,136 @@
+// build_topology: generates the graph, then resolves link shapes and host limits from the
+// scenario, checking every name the scenario mentions against the graph.
+#include <algorithm>
+
+#include "model/generators.h"
+#include "model/topology.h"
+
+namespace fabemu {
+namespace {
+
+Error at(const SourceLoc& loc, const std::string& msg) { return make_error(loc.str() + ": " + msg); }
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+struct LinkRef {
+  std::string a, b;
+  bool one_way = false;  // "a>b": only the a->b direction
+};
+
+Result<LinkRef> parse_link_ref(const std::string& s, const SourceLoc& loc, const char* field) {
+  auto pos = s.find_first_of(":>");
+  if (pos == std::string::npos || pos == 0 || pos + 1 == s.size())
+    return at(loc, std::string(field) + ": '" + s + "' is not a link; write 'a:b' or 'a>b'");
+  return LinkRef{s.substr(0, pos), s.substr(pos + 1), s[pos] == '>'};
+}
+
+// Resolves "a:b" against the graph, with an error naming what is missing.
+Result<std::vector<int>> resolve_link(const Topology& t, const LinkRef& ref, const SourceLoc& loc,
+                                      const char* field) {
+  for (const auto* n : {&ref.a, &ref.b})
+    if (t.find(*n) < 0) return at(loc, std::string(field) + ": no node named '" + *n + "'");
+  auto links = find_links(t, ref.a, ref.b);
+  if (links.empty())
+    return at(loc, std::string(field) + ": '" + ref.a + "' and '" + ref.b + "' are not linked");
+  return links;
+}
+
+Result<void> resolve_shapes(const Scenario& s, Topology& t) {
+  auto classes = link_classes(s.topology.kind);
+  for (const auto& [cls, loc] : s.links.class_locs)
+    if (std::find(classes.begin(), classes.end(), cls) == classes.end())
+      return at(loc, "links." + cls + ": no such link class in this topology; valid: default, " +
+                         join(classes) + ", overrides");
+
+  for (size_t i = 0; i < t.links.size(); ++i) {
+    Link& l = t.links[i];
+    LinkShape shape = s.links.defaults;
+    if (auto it = s.links.classes.find(l.cls); it != s.links.classes.end()) shape.merge(it->second);
+    if (s.topology.kind == TopologyKind::RailOptimized && l.cls == "scale-up")
+      shape.merge(s.topology.rail.scale_up);
+    if (s.topology.kind == TopologyKind::Explicit) shape.merge(s.topology.explicit_.links[i].shape);
+    l.a_to_b = l.b_to_a = shape;
+  }
+
+  for (const auto& o : s.links.overrides) {
+    auto ref = parse_link_ref(o.link, o.loc, "links.overrides.link");
+    if (!ref) return ref.error();
+    auto ids = resolve_link(t, *ref, o.loc, "links.overrides.link");
+    if (!ids) return ids.error();
+    int from = t.find(ref->a);
+    for (int id : *ids) {
+      Link& l = t.links[id];
+      bool a_first = l.a.node == from;
+      (a_first ? l.a_to_b : l.b_to_a).merge(o.shape);
+      if (!ref->one_way) (a_first ? l.b_to_a : l.a_to_b).merge(o.shape);
+    }
+  }
+  return ok();
+}
+
+Result<void> resolve_hosts(const Scenario& s, Topology& t) {
+  for (auto& n : t.nodes)
+    if (n.role == Role::Host) n.limits = s.hosts.defaults;
+  for (const auto& o : s.hosts.overrides) {
+    int id = t.find(o.host);
+    if (id < 0) return at(o.loc, "hosts.overrides.host: no host named '" + o.host + "'");
+    if (t.nodes[id].role != Role::Host)
+      return at(o.loc, "hosts.overrides.host: '" + o.host + "' is a switch; limits apply to hosts");
+    t.nodes[id].limits.merge(o.limits);
+  }
+  return ok();
+}
+
+Result<void> check_workload_and_faults(const Scenario& s, const Topology& t) {
+  for (const auto& f : s.faults) {
+    auto ref = parse_link_ref(f.link, f.loc, "faults.link");
+    if (!ref) return ref.error();
+    auto ids = resolve_link(t, *ref, f.loc, "faults.link");
+    if (!ids) return ids.error();
+  }
+  for (const auto& w : s.workload) {
+    const auto* ex = std::get_if<ExecStep>(&w.step);
+    if (!ex || ex->hosts == "all") continue;
+    std::string rest = ex->hosts;
+    while (!rest.empty()) {
+      auto comma = rest.find(',');
+      std::string name = rest.substr(0, comma);
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+      int id = t.find(name);
+      if (id < 0 || t.nodes[id].role != Role::Host)
+        return at(w.loc, "workload.exec.hosts: no host named '" + name + "'");
+    }
+  }
+  return ok();
+}
+
+}  // namespace
+
+Result<Topology> build_topology(const Scenario& s) {
+  Topology t;
+  switch (s.topology.kind) {
+    case TopologyKind::LeafSpine:
+      t = generate_leaf_spine(s.topology.leaf_spine);
+      break;
+    case TopologyKind::FatTree:
+      t = generate_fat_tree(s.topology.fat_tree);
+      break;
+    case TopologyKind::RailOptimized:
+      t = generate_rail_optimized(s.topology.rail);
+      break;
+    case TopologyKind::Explicit:
+      t = generate_explicit(s.topology.explicit_);
+      break;
+  }
+  if (t.host_count() == 0) return at(s.topology.loc, "topology: has no hosts");
+  FABEMU_TRY(resolve_shapes(s, t));
+  FABEMU_TRY(resolve_hosts(s, t));
+  FABEMU_TRY(check_workload_and_faults(s, t));
+  return t;
+}
+
+}  // namespace fabemu

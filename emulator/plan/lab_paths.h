@@ -1,0 +1,30 @@
+// Where a lab's objects live on the system: namespace names, run directory, files, cgroups.
+#pragma once
+
+#include <string>
+
+namespace fabemu {
+
+// Every object fabemu makes carries this prefix, so `down --all` and users can tell ours.
+inline constexpr const char* kPrefix = "fabemu";
+
+struct LabPaths {
+  std::string lab;
+  std::string run_root = "/run/fabemu";  // overridable for tests
+  std::string netns_dir = "/run/netns";
+  std::string etc_netns_dir = "/etc/netns";
+  std::string tmp_root = "/tmp/fabemu";
+
+  std::string run_dir() const { return run_root + "/" + lab; }
+  std::string journal() const { return run_dir() + "/journal"; }
+  std::string scenario_copy() const { return run_dir() + "/scenario.yaml"; }
+  std::string ns_name(const std::string& node) const { return std::string(kPrefix) + "-" + lab + "-" + node; }
+  std::string netns_path(const std::string& node) const { return netns_dir + "/" + ns_name(node); }
+  std::string uts_dir() const { return run_dir() + "/uts"; }
+  std::string uts_path(const std::string& node) const { return uts_dir() + "/" + node; }
+  std::string etc_dir(const std::string& node) const { return etc_netns_dir + "/" + ns_name(node); }
+  std::string tmp_dir() const { return tmp_root + "/" + lab; }
+  std::string host_tmp(const std::string& node) const { return tmp_dir() + "/" + node; }
+};
+
+}  // namespace fabemu

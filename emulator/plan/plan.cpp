@@ -1,0 +1,149 @@
+// Planner: turns the lab model into ordered actions and the journal of what they leave behind.
+#include "plan/plan.h"
+
+namespace fabemu {
+
+Result<LabModel> build_model(const Scenario& scenario, int pool) {
+  LabModel m;
+  m.scenario = scenario;
+  auto topo = build_topology(scenario);
+  if (!topo) return topo.error();
+  m.topo = std::move(*topo);
+  auto addrs = plan_addresses(m.topo, lab_pool(pool));
+  if (!addrs) return addrs.error();
+  m.addresses = std::move(*addrs);
+  auto routes = plan_routes(m.topo, m.addresses);
+  if (!routes) return routes.error();
+  m.routes = std::move(*routes);
+  return m;
+}
+
+namespace {
+
+void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const FabricSpec& fabric) {
+  auto set = [&](std::string key, std::string value, bool optional = false) {
+    plan.actions.push_back(SetSysctl{ns, std::move(key), std::move(value), optional});
+  };
+  // IPv4-only fabric: no IPv6 link-local addresses, DAD or MLD chatter on every port.
+  set("net/ipv6/conf/all/disable_ipv6", "1", true);
+  set("net/ipv6/conf/default/disable_ipv6", "1", true);
+  // Multi-homed hosts (rail-optimized) receive on one NIC for an address of another.
+  set("net/ipv4/conf/all/rp_filter", "0");
+  set("net/ipv4/conf/default/rp_filter", "0");
+  if (node.role == Role::Switch) {
+    set("net/ipv4/ip_forward", "1");
+    // Per namespace and 0 (L3) in a new one: without this every flow between two hosts
+    // takes one path whatever its ports.
+    set("net/ipv4/fib_multipath_hash_policy", fabric.ecmp_hash == EcmpHash::L4 ? "1" : "0");
+    // traceroute across the fabric should not look lossy.
+    set("net/ipv4/icmp_ratelimit", "0");
+  }
+}
+
+}  // namespace
+
+Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
+  const Topology& t = m.topo;
+  Plan plan;
+  plan.lab = paths.lab;
+  plan.pool = pool;
+  using K = JournalEntry::Kind;
+
+  plan.journal.push_back({K::Dir, paths.run_dir()});
+  plan.journal.push_back({K::Dir, paths.uts_dir()});
+  plan.journal.push_back({K::Dir, paths.tmp_dir()});
+  plan.actions.push_back(MakeDir{paths.uts_dir()});
+  plan.actions.push_back(MakeDir{paths.tmp_dir()});
+
+  for (const Node& n : t.nodes) {
+    const std::string ns = paths.ns_name(n.name);
+    const bool host = n.role == Role::Host;
+    plan.journal.push_back({K::Dir, paths.etc_dir(n.name)});
+    plan.journal.push_back({K::Netns, paths.netns_path(n.name)});
+    if (host) plan.journal.push_back({K::Uts, paths.uts_path(n.name)});
+    plan.actions.push_back(CreateNamespace{ns, paths.netns_path(n.name),
+                                           host ? paths.uts_path(n.name) : "", n.name});
+    add_sysctls(plan, ns, n, m.scenario.fabric);
+    plan.actions.push_back(SetLinkUp{ns, "lo"});
+    ++plan.namespaces;
+  }
+
+  for (const Link& l : t.links) {
+    plan.actions.push_back(CreateVeth{paths.ns_name(t.nodes[l.a.node].name), l.a.ifname,
+                                      paths.ns_name(t.nodes[l.b.node].name), l.b.ifname,
+                                      m.scenario.fabric.mtu});
+    ++plan.veths;
+  }
+
+  for (size_t id = 0; id < t.nodes.size(); ++id) {
+    const Node& n = t.nodes[id];
+    const std::string ns = paths.ns_name(n.name);
+    const int node = static_cast<int>(id);
+    for (int l : t.links_of(node))
+      if (t.links[l].b.node == node) plan.actions.push_back(SetLinkUp{ns, t.links[l].b.ifname});
+    for (int l : t.links_of(node))
+      plan.actions.push_back(
+          AddAddress{ns, t.links[l].end(node).ifname, Prefix{m.addresses.address_of(t, l, node), 31}});
+    if (m.addresses.loopback[id])
+      plan.actions.push_back(AddAddress{ns, "lo", Prefix{*m.addresses.loopback[id], 32}});
+    for (const Route& r : m.routes[id]) {
+      AddRoute a{ns, r.dst, {}};
+      for (const Nexthop& h : r.nexthops)
+        a.hops.push_back({h.gateway, t.links[h.link].end(node).ifname});
+      plan.actions.push_back(std::move(a));
+      ++plan.routes;
+    }
+  }
+
+  // Per-node /etc/hosts (entered by `fabemu exec` and `ip netns exec`) and per-host /tmp.
+  const std::string hosts = hosts_file(t, m.addresses, paths.lab);
+  for (const Node& n : t.nodes) {
+    plan.actions.push_back(MakeDir{paths.etc_dir(n.name)});
+    plan.actions.push_back(WriteFile{paths.etc_dir(n.name) + "/hosts", hosts});
+    if (n.role == Role::Host) plan.actions.push_back(MakeDir{paths.host_tmp(n.name)});
+  }
+
+  // cgroups only for limited hosts: a memory cgroup costs the kernel far more than a namespace.
+  bool any_limits = false;
+  for (const Node& n : t.nodes) any_limits |= n.role == Role::Host && !n.limits.empty();
+  if (any_limits) {
+    const std::string base = std::string(kPrefix) + "/" + paths.lab;
+    plan.journal.push_back({K::Cgroup, kPrefix});
+    plan.journal.push_back({K::Cgroup, base});
+    for (const Node& n : t.nodes)
+      if (n.role == Role::Host && !n.limits.empty()) {
+        plan.journal.push_back({K::Cgroup, base + "/" + n.name});
+        plan.actions.push_back(CreateCgroup{base + "/" + n.name, n.limits});
+      }
+  }
+  return plan;
+}
+
+std::string describe(const Action& action) {
+  struct {
+    std::string operator()(const CreateNamespace& a) const {
+      return "create namespace " + a.ns + (a.uts_path.empty() ? "" : " (hostname " + a.hostname + ")");
+    }
+    std::string operator()(const SetSysctl& a) const {
+      return "sysctl " + a.key + "=" + a.value + " in " + a.ns;
+    }
+    std::string operator()(const SetLinkUp& a) const { return "set " + a.ifname + " up in " + a.ns; }
+    std::string operator()(const CreateVeth& a) const {
+      return "create veth " + a.ns_a + "/" + a.if_a + " <-> " + a.ns_b + "/" + a.if_b;
+    }
+    std::string operator()(const AddAddress& a) const {
+      return "add address " + a.addr.str() + " to " + a.ifname + " in " + a.ns;
+    }
+    std::string operator()(const AddRoute& a) const {
+      std::string s = "add route " + a.dst.str() + " in " + a.ns + " via";
+      for (const auto& h : a.hops) s += " " + h.gateway.str() + "@" + h.ifname;
+      return s;
+    }
+    std::string operator()(const WriteFile& a) const { return "write " + a.path; }
+    std::string operator()(const MakeDir& a) const { return "mkdir " + a.path; }
+    std::string operator()(const CreateCgroup& a) const { return "create cgroup " + a.path; }
+  } visitor;
+  return std::visit(visitor, action);
+}
+
+}  // namespace fabemu

@@ -1,0 +1,44 @@
+// Building a node's context: paths from LabPaths, rank environment from the model.
+#include "runtime/host_env.h"
+
+namespace fabemu {
+
+NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
+  const Topology& t = m.topo;
+  const Node& n = t.nodes[id];
+  NodeContext c;
+  c.lab = paths.lab;
+  c.node = n.name;
+  c.host = n.role == Role::Host;
+  c.netns_path = paths.netns_path(n.name);
+  c.etc_dir = paths.etc_dir(n.name);
+  c.env = {{"FABEMU_LAB", paths.lab}, {"FABEMU_NODE", n.name}};
+  std::string ifnames;
+  for (int l : t.links_of(id)) ifnames += (ifnames.empty() ? "" : ",") + t.links[l].end(id).ifname;
+  c.env.push_back({"FABEMU_IFNAMES", ifnames});
+  if (!c.host) return c;
+
+  c.uts_path = paths.uts_path(n.name);
+  c.tmp_dir = paths.host_tmp(n.name);
+  if (!n.limits.empty()) c.cgroup = std::string(kPrefix) + "/" + paths.lab + "/" + n.name;
+  const auto hosts = t.hosts();
+  const std::string primary = t.links[t.links_of(id).front()].end(id).ifname;
+  c.env.insert(c.env.end(), {
+                                {"RANK", std::to_string(n.rank)},
+                                {"WORLD_SIZE", std::to_string(hosts.size())},
+                                {"LOCAL_RANK", std::to_string(n.local_rank)},
+                                {"LOCAL_WORLD_SIZE", std::to_string(n.local_size)},
+                                {"MASTER_ADDR", m.addresses.host_address(t, hosts.front()).str()},
+                                {"MASTER_PORT", "29500"},
+                                {"FABEMU_ADDR", m.addresses.host_address(t, id).str()},
+                                {"GLOO_SOCKET_IFNAME", primary},
+                                {"NCCL_SOCKET_IFNAME", primary},
+                                {"UCX_NET_DEVICES", primary},
+                                {"OMPI_MCA_btl_tcp_if_include", primary},
+                                {"OMPI_MCA_oob_tcp_if_include", primary},
+                                {"TMPDIR", "/tmp"},
+                            });
+  return c;
+}
+
+}  // namespace fabemu

@@ -1,0 +1,26 @@
+// The view of one emulated node for a process: its namespaces, files, cgroup and environment.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plan/plan.h"
+
+namespace fabemu {
+
+struct NodeContext {
+  std::string lab, node;
+  bool host = false;
+  std::string netns_path, uts_path;  // uts empty for switches
+  std::string etc_dir;               // files bind-mounted over /etc (hosts)
+  std::string tmp_dir;               // bind-mounted over /tmp (hosts)
+  std::string cgroup;                // relative cgroup path, empty when the host has none
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// The context of `node` in a running lab; hosts get the rank environment of `exec --all`
+// (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, ..., *_SOCKET_IFNAME).
+NodeContext node_context(const LabModel& model, const LabPaths& paths, int node);
+
+}  // namespace fabemu

@@ -1,0 +1,181 @@
+// Entering nodes (like `ip netns exec`, plus UTS, /tmp and cgroup) and running commands there.
+#include "runtime/spawn.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "apply/cgroup.h"
+#include "apply/netns.h"
+#include "util/files.h"
+
+namespace fabemu {
+namespace {
+
+Result<void> bind(const std::string& from, const std::string& to) {
+  if (::mount(from.c_str(), to.c_str(), "none", MS_BIND, nullptr) != 0)
+    return errno_error("bind-mounting " + from + " on " + to);
+  return ok();
+}
+
+std::vector<char*> c_argv(const std::vector<std::string>& argv) {
+  std::vector<char*> out;
+  for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+volatile sig_atomic_t g_signal = 0;
+void remember_signal(int sig) { g_signal = sig; }
+
+int exit_status(int wstatus) {
+  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+  return 1;
+}
+
+}  // namespace
+
+Result<void> enter_node(const NodeContext& c) {
+  auto net = open_namespace(c.netns_path);
+  if (!net) return net.error().context("lab " + c.lab + " node " + c.node + " is not up");
+  UniqueFd uts;
+  if (!c.uts_path.empty()) {
+    auto u = open_namespace(c.uts_path);
+    if (!u) return u.error();
+    uts = std::move(*u);
+  }
+  // The cgroup file system is under /sys, which is replaced below.
+  if (!c.cgroup.empty()) FABEMU_TRY(join_cgroup(detect_cgroups(), c.cgroup, ::getpid()));
+  FABEMU_TRY(enter_namespace(net->get(), CLONE_NEWNET, c.netns_path));
+  if (uts.valid()) FABEMU_TRY(enter_namespace(uts.get(), CLONE_NEWUTS, c.uts_path));
+
+  if (::unshare(CLONE_NEWNS) != 0) return errno_error("creating a mount namespace");
+  // Our mounts must not leak back to the host; the host's unmounts still reach us.
+  if (::mount("", "/", "none", MS_SLAVE | MS_REC, nullptr) != 0)
+    return errno_error("making / a slave mount");
+  // A sysfs mounted from inside the namespace lists the node's own interfaces.
+  ::umount2("/sys", MNT_DETACH);
+  if (::mount(c.node.c_str(), "/sys", "sysfs", 0, nullptr) != 0)
+    return errno_error("mounting /sys for " + c.node);
+  if (DIR* d = ::opendir(c.etc_dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::string target = std::string("/etc/") + e->d_name;
+      if (path_exists(target)) FABEMU_TRY(bind(c.etc_dir + "/" + e->d_name, target));
+    }
+    ::closedir(d);
+  }
+  if (!c.tmp_dir.empty()) FABEMU_TRY(bind(c.tmp_dir, "/tmp"));
+  for (const auto& [k, v] : c.env) ::setenv(k.c_str(), v.c_str(), 1);
+  return ok();
+}
+
+Error exec_in_node(const NodeContext& c, const std::vector<std::string>& argv) {
+  if (argv.empty()) return make_error("no command given", EINVAL);
+  if (auto r = enter_node(c); !r) return r.error();
+  auto args = c_argv(argv);
+  ::execvp(args[0], args.data());
+  return errno_error("running " + argv[0] + " in " + c.node);
+}
+
+Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes,
+                                           const std::vector<std::string>& argv, bool tag) {
+  if (argv.empty()) return make_error("no command given", EINVAL);
+  size_t width = 0;
+  for (const auto& n : nodes) width = std::max(width, n.node.size());
+
+  struct Child {
+    pid_t pid;
+    UniqueFd out;
+    std::string partial;
+    std::string tag;
+  };
+  std::vector<Child> children;
+  for (const auto& n : nodes) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return errno_error("creating a pipe");
+    UniqueFd rd(fds[0]), wr(fds[1]);
+    pid_t pid = ::fork();
+    if (pid < 0) return errno_error("forking for " + n.node);
+    if (pid == 0) {
+      ::dup2(wr.get(), STDOUT_FILENO);
+      ::dup2(wr.get(), STDERR_FILENO);
+      Error e = exec_in_node(n, argv);
+      std::string msg = "fabemu exec: " + e.what() + "\n";
+      (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+      ::_exit(127);
+    }
+    std::string t = tag ? "[" + n.node + std::string(width - n.node.size(), ' ') + "] " : "";
+    children.push_back(Child{pid, std::move(rd), "", t});
+  }
+
+  struct sigaction sa {}, old_int{}, old_term{};
+  sa.sa_handler = remember_signal;
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  int forwarded = 0;
+
+  auto emit = [](const std::string& text) { (void)!::write(STDOUT_FILENO, text.data(), text.size()); };
+  size_t open = children.size();
+  std::vector<pollfd> pfds;
+  while (open > 0) {
+    if (g_signal && g_signal != forwarded) {
+      forwarded = g_signal;
+      for (auto& c : children) ::kill(c.pid, forwarded);
+    }
+    pfds.clear();
+    for (auto& c : children)
+      if (c.out.valid()) pfds.push_back({c.out.get(), POLLIN, 0});
+    if (::poll(pfds.data(), pfds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      return errno_error("waiting for output");
+    }
+    for (auto& c : children) {
+      if (!c.out.valid()) continue;
+      auto ready = std::find_if(pfds.begin(), pfds.end(),
+                                [&](const pollfd& p) { return p.fd == c.out.get(); });
+      if (ready == pfds.end() || ready->revents == 0) continue;
+      char buf[8192];
+      ssize_t r = ::read(c.out.get(), buf, sizeof buf);
+      if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (r <= 0) {
+        if (!c.partial.empty()) emit(c.tag + c.partial + "\n");
+        c.partial.clear();
+        c.out.reset();
+        --open;
+        continue;
+      }
+      c.partial.append(buf, static_cast<size_t>(r));
+      size_t nl;
+      std::string text;
+      while ((nl = c.partial.find('\n')) != std::string::npos) {
+        text += c.tag + c.partial.substr(0, nl + 1);
+        c.partial.erase(0, nl + 1);
+      }
+      if (!text.empty()) emit(text);
+    }
+  }
+
+  std::vector<NodeExit> exits;
+  for (size_t i = 0; i < children.size(); ++i) {
+    int ws = 0;
+    while (::waitpid(children[i].pid, &ws, 0) < 0 && errno == EINTR) {
+    }
+    exits.push_back({nodes[i].node, exit_status(ws)});
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  return exits;
+}
+
+}  // namespace fabemu

@@ -1,0 +1,221 @@
+// Loading a scenario: YAML text to a validated Scenario, section by section.
+#include "scenario/loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "scenario/link_shape_yaml.h"
+#include "scenario/topology_yaml.h"
+#include "scenario/workload_yaml.h"
+#include "scenario/yaml_field.h"
+#include "util/units.h"
+
+namespace fabemu {
+
+bool is_valid_lab_name(std::string_view name) {
+  if (name.empty() || name.size() > 12 || name[0] == '-') return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+bool is_valid_node_name(std::string_view name) {
+  if (name.empty() || name.size() > 15 || !(name[0] >= 'a' && name[0] <= 'z')) return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+namespace detail {
+namespace {
+
+FabricSpec read_fabric(const Field& f) {
+  f.check_keys({"switch", "ecmp_hash", "mtu"});
+  FabricSpec fabric;
+  if (auto s = f.find("switch")) {
+    fabric.switch_kind = s->choice<SwitchKind>(
+        {{"router", SwitchKind::Router}, {"bridge", SwitchKind::Bridge}, {"ovs", SwitchKind::Ovs}});
+  }
+  if (auto h = f.find("ecmp_hash")) {
+    fabric.ecmp_hash = h->choice<EcmpHash>({{"l3", EcmpHash::L3}, {"l4", EcmpHash::L4}});
+  }
+  // 576 is the smallest MTU IPv4 guarantees; 65535 the largest a veth takes.
+  if (auto m = f.find("mtu")) fabric.mtu = static_cast<uint32_t>(m->integer(576, 65535));
+  return fabric;
+}
+
+HostLimits read_limits(const Field& map) {
+  HostLimits limits;
+  if (auto cpu = map.find("cpu")) {
+    limits.cpu = cpu->number();
+    if (*limits.cpu <= 0) cpu->fail("cpu must be > 0 (CPUs, e.g. 0.5 or 2)");
+  }
+  if (auto mem = map.find("memory")) {
+    limits.memory_bytes = mem->parsed(parse_size_bytes);
+    // Below this nothing starts; "memory: 1024" almost always meant 1024M.
+    if (*limits.memory_bytes < (1u << 20)) {
+      mem->fail(
+          "memory below 1M cannot run a process; sizes are in bytes unless they have a "
+          "unit, e.g. 512M or 1G");
+    }
+  }
+  return limits;
+}
+
+HostsSpec read_hosts(const Field& f) {
+  f.check_keys({"cpu", "memory", "overrides"});
+  HostsSpec hosts;
+  hosts.defaults = read_limits(f);
+  auto overrides = f.find("overrides");
+  if (!overrides) return hosts;
+  std::set<std::string> seen;
+  for (const Field& item : overrides->items()) {
+    item.check_keys({"host", "cpu", "memory"});
+    Field host = item.at("host");
+    HostsSpec::Override o{host.str(), read_limits(item), item.loc()};
+    if (!is_valid_node_name(o.host)) host.fail("'" + o.host + "' is not a host name, e.g. h1");
+    if (!seen.insert(o.host).second) host.fail("host '" + o.host + "' has a second override");
+    if (o.limits.empty()) item.fail("sets nothing; give cpu and/or memory");
+    hosts.overrides.push_back(std::move(o));
+  }
+  return hosts;
+}
+
+LinksSpec read_links(const Field& f, uint32_t mtu) {
+  LinksSpec links;
+  // Every key but these two names a link class; the topology model checks that it exists.
+  for (const auto& [key, value] : f.entries()) {
+    std::string name = key.node().Scalar();
+    if (name == "default") {
+      links.defaults = read_link_shape_only(value, mtu);
+    } else if (name != "overrides") {
+      links.classes[name] = read_link_shape_only(value, mtu);
+      links.class_locs[name] = key.loc();
+    }
+  }
+  auto overrides = f.find("overrides");
+  if (!overrides) return links;
+  std::set<std::string> seen;
+  for (const Field& item : overrides->items()) {
+    item.check_keys(link_shape_keys_and({"link"}));
+    Field link = item.at("link");
+    LinkOverride o{read_link_name(link), read_link_shape(item, mtu), item.loc()};
+    if (!seen.insert(o.link).second) link.fail("link '" + o.link + "' has a second override");
+    if (o.shape.empty()) item.fail("sets nothing; give link-shape keys, e.g. {loss: 1%}");
+    links.overrides.push_back(std::move(o));
+  }
+  return links;
+}
+
+RdmaMode read_rdma(const Field& f) {
+  f.check_keys({"enabled"});
+  auto enabled = f.find("enabled");
+  if (!enabled) return RdmaMode::Auto;
+  return enabled->choice<RdmaMode>(
+      {{"auto", RdmaMode::Auto}, {"on", RdmaMode::On}, {"off", RdmaMode::Off}});
+}
+
+// A section written as "key:" with nothing after it is the same as leaving it out.
+std::optional<Field> section(const Field& root, std::string_view key) {
+  auto f = root.find(key);
+  if (f && f->is_null()) return std::nullopt;
+  return f;
+}
+
+Scenario read_scenario(const Field& root) {
+  if (root.is_null()) root.fail("empty scenario; it needs at least name and topology");
+  root.check_keys(
+      {"name", "seed", "topology", "fabric", "hosts", "links", "rdma", "workload", "faults"});
+  Scenario s;
+  Field name = root.at("name");
+  s.name = name.str();
+  if (!is_valid_lab_name(s.name)) {
+    name.fail("'" + s.name + "' is not a valid lab name; valid: 1-12 of a-z, 0-9, '-', not " +
+              "starting with '-' (it becomes part of namespace and interface names)");
+  }
+  if (auto seed = root.find("seed")) s.seed = seed->uint64();
+  // The fabric comes first: its MTU bounds the queue sizes of every link shape after it.
+  if (auto f = section(root, "fabric")) s.fabric = read_fabric(*f);
+  s.topology = read_topology(root.at("topology"), s.fabric.mtu);
+  if (auto f = section(root, "hosts")) s.hosts = read_hosts(*f);
+  if (auto f = section(root, "links")) s.links = read_links(*f, s.fabric.mtu);
+  if (auto f = section(root, "rdma")) s.rdma = read_rdma(*f);
+  if (auto f = section(root, "workload")) s.workload = read_workload(*f);
+  if (auto f = section(root, "faults")) s.faults = read_faults(*f, s.fabric.mtu);
+  return s;
+}
+
+// yaml-cpp reports a tab in indentation as some later structural error; YAML forbids such
+// tabs outright, so point at the tab instead.
+std::string syntax_error(const std::string& text, const std::string& file,
+                         const YAML::ParserException& e) {
+  std::istringstream lines(text);
+  std::string line;
+  for (int n = 1; std::getline(lines, line) && n <= e.mark.line + 1; ++n) {
+    size_t indent = line.find_first_not_of(" \t");
+    size_t tab = line.find('\t');
+    if (tab != std::string::npos && tab < indent) {
+      return file + ":" + std::to_string(n) + ":" + std::to_string(tab + 1) +
+             ": tab in indentation; YAML indents with spaces only";
+    }
+  }
+  return file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+         ": invalid YAML: " + e.msg;
+}
+
+}  // namespace
+}  // namespace detail
+
+Result<Scenario> load_scenario_string(const std::string& text, const std::string& file_label) {
+  // yaml-cpp reads a NUL as an escape error somewhere later; it means a binary file was given.
+  if (size_t nul = text.find('\0'); nul != std::string::npos) {
+    size_t line_start = text.rfind('\n', nul);
+    line_start = line_start == std::string::npos ? 0 : line_start + 1;
+    int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + nul, '\n'));
+    return make_error(file_label + ":" + std::to_string(line) + ":" +
+                      std::to_string(nul - line_start + 1) +
+                      ": binary data (a NUL byte); a scenario is a YAML text file");
+  }
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::ParserException& e) {
+    return make_error(detail::syntax_error(text, file_label, e));
+  }
+  try {
+    if (docs.size() > 1) {
+      YAML::Mark m = docs[1].Mark();
+      return make_error(file_label + ":" + std::to_string(m.line + 1) + ":" +
+                        std::to_string(m.column + 1) +
+                        ": a second YAML document; a scenario file holds one");
+    }
+    Scenario s = detail::read_scenario(
+        detail::Field::root(docs.empty() ? YAML::Node() : docs[0], file_label));
+    s.file = file_label;
+    return s;
+  } catch (const detail::ScenarioError& e) {
+    return make_error(e.what());
+  } catch (const YAML::Exception& e) {
+    // Not expected: every access above checks the node type first.
+    return make_error(file_label + ": " + e.what());
+  }
+}
+
+Result<Scenario> load_scenario_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return errno_error("cannot read scenario file '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  // A directory opens fine and fails on the first read.
+  if (in.bad() || text.bad()) return errno_error("cannot read scenario file '" + path + "'");
+  return load_scenario_string(text.str(), path);
+}
+
+}  // namespace fabemu

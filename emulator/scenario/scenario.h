@@ -1,0 +1,168 @@
+// Scenario: the parsed, validated content of a scenario YAML file (pure data).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace fabemu {
+
+// Where a value came from, for error messages: "fabric.yaml:12:5".
+struct SourceLoc {
+  std::string file;
+  int line = 0;    // 1-based; 0 = unknown
+  int column = 0;  // 1-based
+  std::string str() const;
+};
+
+// One direction of one link. Unset fields inherit from a less specific level.
+struct LinkShape {
+  std::optional<uint64_t> rate_bps;
+  std::optional<uint64_t> delay_ns;
+  std::optional<uint64_t> jitter_ns;
+  std::optional<bool> reorder;  // jitter may reorder packets (default true)
+  std::optional<double> loss;   // fraction 0..1
+  std::optional<uint64_t> queue_ns;
+  std::optional<uint64_t> queue_bytes;
+  std::optional<uint64_t> ecn_threshold_ns;
+  std::optional<bool> down;
+
+  // Fields set in `over` replace ours.
+  void merge(const LinkShape& over);
+  bool empty() const;
+  bool operator==(const LinkShape&) const = default;
+};
+
+enum class TopologyKind { LeafSpine, FatTree, RailOptimized, Explicit };
+
+struct LeafSpineSpec {
+  int leaves = 0;
+  int spines = 0;
+  int hosts_per_leaf = 0;
+};
+
+struct FatTreeSpec {
+  int k = 0;
+};
+
+struct RailOptimizedSpec {
+  int nodes = 0;
+  int gpus_per_node = 0;
+  int spines = 0;
+  LinkShape scale_up;  // the node-local scale-up domain (NVLink-like switch)
+};
+
+enum class Role { Host, Switch };
+
+struct ExplicitNode {
+  std::string name;
+  Role role = Role::Host;
+  SourceLoc loc;
+};
+
+struct ExplicitLink {
+  std::string a, b;
+  LinkShape shape;
+  SourceLoc loc;
+};
+
+struct ExplicitSpec {
+  std::vector<ExplicitNode> nodes;
+  std::vector<ExplicitLink> links;
+};
+
+struct TopologySpec {
+  TopologyKind kind = TopologyKind::LeafSpine;
+  LeafSpineSpec leaf_spine;
+  FatTreeSpec fat_tree;
+  RailOptimizedSpec rail;
+  ExplicitSpec explicit_;
+  SourceLoc loc;
+};
+
+enum class SwitchKind { Router, Bridge, Ovs };
+enum class EcmpHash { L3, L4 };
+
+struct FabricSpec {
+  SwitchKind switch_kind = SwitchKind::Router;
+  EcmpHash ecmp_hash = EcmpHash::L4;
+  uint32_t mtu = 1500;
+};
+
+// Container limits of a host (cgroup). Unset = unlimited.
+struct HostLimits {
+  std::optional<double> cpu;             // CPUs, e.g. 0.5
+  std::optional<uint64_t> memory_bytes;  // bytes
+  void merge(const HostLimits& over);
+  bool empty() const { return !cpu && !memory_bytes; }
+};
+
+struct HostsSpec {
+  HostLimits defaults;
+  struct Override {
+    std::string host;
+    HostLimits limits;
+    SourceLoc loc;
+  };
+  std::vector<Override> overrides;
+};
+
+struct LinkOverride {
+  std::string link;  // "a:b" (both directions) or "a>b" (one direction)
+  LinkShape shape;
+  SourceLoc loc;
+};
+
+struct LinksSpec {
+  LinkShape defaults;
+  std::map<std::string, LinkShape> classes;  // "host-leaf", "leaf-spine", ...
+  std::map<std::string, SourceLoc> class_locs;
+  std::vector<LinkOverride> overrides;
+};
+
+enum class RdmaMode { Auto, On, Off };
+
+struct CollectiveStep {
+  std::string collective;  // allreduce | allgather | reducescatter | alltoall | broadcast
+  std::string library;     // gloo | mpi | ucx
+  std::string transport;   // tcp | ibverbs | auto
+  std::vector<uint64_t> sizes;
+  int iterations = 20;
+};
+
+struct ExecStep {
+  std::string hosts = "all";  // "all" or a comma list of host names
+  std::vector<std::string> command;
+};
+
+struct WorkloadStep {
+  std::variant<CollectiveStep, ExecStep> step;
+  SourceLoc loc;
+};
+
+struct FaultEvent {
+  uint64_t at_ns = 0;
+  std::string link;
+  std::optional<LinkShape> set;
+  bool down = false;
+  bool up = false;
+  SourceLoc loc;
+};
+
+struct Scenario {
+  std::string file;  // path it was read from ("<string>" for tests)
+  std::string name;
+  uint64_t seed = 1;
+  TopologySpec topology;
+  FabricSpec fabric;
+  HostsSpec hosts;
+  LinksSpec links;
+  RdmaMode rdma = RdmaMode::Auto;
+  std::vector<WorkloadStep> workload;
+  std::vector<FaultEvent> faults;
+};
+
+}  // namespace fabemu

@@ -1,0 +1,17 @@
+// Reading the `workload` and `faults` sections of a scenario. Internal to the loader.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "scenario/scenario.h"
+#include "scenario/yaml_field.h"
+
+namespace fabemu::detail {
+
+std::vector<WorkloadStep> read_workload(const Field& list);
+
+// `mtu` is the fabric's, for the link shapes that faults set.
+std::vector<FaultEvent> read_faults(const Field& list, uint32_t mtu);
+
+}  // namespace fabemu::detail

@@ -1,0 +1,432 @@
+// Tests of the scenario loader: the documented example, the shipped scenarios, every section's
+// checks, and a corpus of malformed files whose errors must name file, line, column and field.
+#include "scenario/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fabemu {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSourceDir = FABEMU_SOURCE_DIR;
+
+// The example of DESIGN.md's "Scenario file (YAML)" section, verbatim.
+constexpr const char* kDesignExample = R"(name: leaf-spine-8            # default lab name
+seed: 42                      # all randomness (loss, jitter, ECMP seed) derives from it
+topology:
+  kind: leaf-spine            # leaf-spine | fat-tree | rail-optimized | explicit
+  leaves: 4
+  spines: 2
+  hosts_per_leaf: 2
+  # fat-tree:       k: 4                      (k^3/4 hosts, 5k^2/4 switches, 3 tiers)
+  # rail-optimized: nodes: 4, gpus_per_node: 4, spines: 2, scale_up: {rate: 400gbit}
+  # explicit:       nodes: [{name, role: host|switch}], links: [{a: h1, b: sw1, ...}]
+fabric:
+  switch: router              # router (L3 namespace, ECMP routes) | bridge | ovs
+  ecmp_hash: l4               # l3 | l4 (RoCEv2 entropy is the UDP source port)
+  mtu: 4200
+hosts: {cpu: 1.0, memory: 1G}  # optional per-host container limits (cgroup); overridable per host
+links:                        # the link model, per direction; later keys override earlier
+  default:   {rate: 10gbit, delay: 2us}
+  host-leaf: {rate: 25gbit}
+  leaf-spine: {rate: 100gbit, delay: 1us, ecn_threshold: 40us, queue: 200us}
+  overrides:
+    - {link: "leaf1:spine2", loss: 0.5%}
+rdma: {enabled: auto}         # auto | on | off: rxe on every host NIC
+workload:
+  - collective: allreduce     # allreduce | allgather | reducescatter | alltoall | broadcast
+    library: gloo             # gloo | mpi | ucx | exec
+    transport: auto           # tcp | ibverbs | auto
+    sizes: [64K, 1M, 16M]
+    iterations: 20
+  - exec: {hosts: all, command: ["python3", "my_train.py"]}
+faults:                       # a timeline, relative to workload start
+  - {at: 2s, link: "leaf2:spine1", set: {loss: 2%}}
+  - {at: 4s, link: "leaf2:spine1", down: true}
+  - {at: 6s, link: "leaf2:spine1", up: true}
+)";
+
+// Loads `text`, failing the test on an error.
+Scenario load_ok(const std::string& text) {
+  auto r = load_scenario_string(text, "test.yaml");
+  EXPECT_TRUE(r) << r.error().message;
+  return r ? *r : Scenario{};
+}
+
+// Loads `text` expecting an error, and returns its message.
+std::string load_error(const std::string& text) {
+  auto r = load_scenario_string(text, "test.yaml");
+  EXPECT_FALSE(r) << "loaded without error:\n" << text;
+  return r ? "" : r.error().message;
+}
+
+const char* kMinimal =
+    "name: t\ntopology: {kind: leaf-spine, leaves: 1, spines: 1, hosts_per_leaf: 1}\n";
+
+TEST(Loader, DesignExample) {
+  Scenario s = load_ok(kDesignExample);
+  EXPECT_EQ(s.file, "test.yaml");
+  EXPECT_EQ(s.name, "leaf-spine-8");
+  EXPECT_EQ(s.seed, 42u);
+
+  EXPECT_EQ(s.topology.kind, TopologyKind::LeafSpine);
+  EXPECT_EQ(s.topology.leaf_spine.leaves, 4);
+  EXPECT_EQ(s.topology.leaf_spine.spines, 2);
+  EXPECT_EQ(s.topology.leaf_spine.hosts_per_leaf, 2);
+  EXPECT_EQ(s.topology.loc.line, 4);
+  EXPECT_EQ(s.topology.loc.column, 3);
+
+  EXPECT_EQ(s.fabric.switch_kind, SwitchKind::Router);
+  EXPECT_EQ(s.fabric.ecmp_hash, EcmpHash::L4);
+  EXPECT_EQ(s.fabric.mtu, 4200u);
+
+  EXPECT_DOUBLE_EQ(*s.hosts.defaults.cpu, 1.0);
+  EXPECT_EQ(*s.hosts.defaults.memory_bytes, 1ull << 30);
+
+  EXPECT_EQ(*s.links.defaults.rate_bps, 10'000'000'000ull);
+  EXPECT_EQ(*s.links.defaults.delay_ns, 2'000ull);
+  ASSERT_EQ(s.links.classes.size(), 2u);
+  EXPECT_EQ(*s.links.classes.at("host-leaf").rate_bps, 25'000'000'000ull);
+  const LinkShape& ls = s.links.classes.at("leaf-spine");
+  EXPECT_EQ(*ls.rate_bps, 100'000'000'000ull);
+  EXPECT_EQ(*ls.delay_ns, 1'000ull);
+  EXPECT_EQ(*ls.ecn_threshold_ns, 40'000ull);
+  EXPECT_EQ(*ls.queue_ns, 200'000ull);
+  EXPECT_FALSE(ls.queue_bytes);
+  EXPECT_EQ(s.links.class_locs.at("leaf-spine").line, 19);
+  ASSERT_EQ(s.links.overrides.size(), 1u);
+  EXPECT_EQ(s.links.overrides[0].link, "leaf1:spine2");
+  EXPECT_DOUBLE_EQ(*s.links.overrides[0].shape.loss, 0.005);
+  EXPECT_EQ(s.links.overrides[0].loc.line, 21);
+
+  EXPECT_EQ(s.rdma, RdmaMode::Auto);
+
+  ASSERT_EQ(s.workload.size(), 2u);
+  const auto& c = std::get<CollectiveStep>(s.workload[0].step);
+  EXPECT_EQ(c.collective, "allreduce");
+  EXPECT_EQ(c.library, "gloo");
+  EXPECT_EQ(c.transport, "auto");
+  EXPECT_EQ(c.sizes, (std::vector<uint64_t>{64 << 10, 1 << 20, 16 << 20}));
+  EXPECT_EQ(c.iterations, 20);
+  EXPECT_EQ(s.workload[0].loc.line, 24);
+  const auto& e = std::get<ExecStep>(s.workload[1].step);
+  EXPECT_EQ(e.hosts, "all");
+  EXPECT_EQ(e.command, (std::vector<std::string>{"python3", "my_train.py"}));
+
+  ASSERT_EQ(s.faults.size(), 3u);
+  EXPECT_EQ(s.faults[0].at_ns, 2'000'000'000ull);
+  EXPECT_EQ(s.faults[0].link, "leaf2:spine1");
+  ASSERT_TRUE(s.faults[0].set);
+  EXPECT_DOUBLE_EQ(*s.faults[0].set->loss, 0.02);
+  EXPECT_FALSE(s.faults[0].down || s.faults[0].up);
+  EXPECT_TRUE(s.faults[1].down);
+  EXPECT_FALSE(s.faults[1].set);
+  EXPECT_TRUE(s.faults[2].up);
+  EXPECT_EQ(s.faults[2].loc.line, 33);
+  EXPECT_EQ(s.faults[2].loc.file, "test.yaml");
+}
+
+TEST(Loader, DefaultsOfOptionalSections) {
+  Scenario s = load_ok(kMinimal);
+  EXPECT_EQ(s.seed, 1u);
+  EXPECT_EQ(s.fabric.switch_kind, SwitchKind::Router);
+  EXPECT_EQ(s.fabric.ecmp_hash, EcmpHash::L4);
+  EXPECT_EQ(s.fabric.mtu, 1500u);
+  EXPECT_TRUE(s.hosts.defaults.empty());
+  EXPECT_TRUE(s.links.defaults.empty());
+  EXPECT_EQ(s.rdma, RdmaMode::Auto);
+  EXPECT_TRUE(s.workload.empty());
+  EXPECT_TRUE(s.faults.empty());
+  // An empty section is the same as an absent one.
+  Scenario t = load_ok(std::string(kMinimal) + "workload:\nfaults:\nlinks:\n");
+  EXPECT_TRUE(t.workload.empty());
+}
+
+TEST(Loader, CollectiveDefaults) {
+  Scenario s = load_ok(std::string(kMinimal) + "workload: [{collective: broadcast}]\n");
+  const auto& c = std::get<CollectiveStep>(s.workload.at(0).step);
+  EXPECT_EQ(c.library, "gloo");
+  EXPECT_EQ(c.transport, "auto");
+  EXPECT_EQ(c.sizes, std::vector<uint64_t>{1 << 20});
+  EXPECT_EQ(c.iterations, 20);
+}
+
+TEST(Loader, ExecHostListIsCommaJoined) {
+  Scenario s = load_ok(std::string(kMinimal) +
+                       "workload:\n  - exec: {hosts: [h1, h2], command: [hostname]}\n");
+  EXPECT_EQ(std::get<ExecStep>(s.workload.at(0).step).hosts, "h1,h2");
+}
+
+TEST(Loader, OtherTopologyKinds) {
+  Scenario ft = load_ok("name: t\ntopology: {kind: fat-tree, k: 4}\n");
+  EXPECT_EQ(ft.topology.kind, TopologyKind::FatTree);
+  EXPECT_EQ(ft.topology.fat_tree.k, 4);
+
+  Scenario rail = load_ok(
+      "name: t\ntopology: {kind: rail-optimized, nodes: 2, gpus_per_node: 8, spines: 1,\n"
+      "  scale_up: {rate: 400gbit, delay: 300ns}}\n");
+  EXPECT_EQ(rail.topology.kind, TopologyKind::RailOptimized);
+  EXPECT_EQ(rail.topology.rail.nodes, 2);
+  EXPECT_EQ(rail.topology.rail.gpus_per_node, 8);
+  EXPECT_EQ(*rail.topology.rail.scale_up.rate_bps, 400'000'000'000ull);
+  EXPECT_EQ(*rail.topology.rail.scale_up.delay_ns, 300ull);
+
+  Scenario ex = load_ok(R"(name: t
+topology:
+  kind: explicit
+  nodes:
+    - {name: sw1, role: switch}
+    - {name: h1, role: host}
+  links:
+    - {a: h1, b: sw1, rate: 1gbit, loss: 1%, down: true}
+)");
+  const ExplicitSpec& spec = ex.topology.explicit_;
+  ASSERT_EQ(spec.nodes.size(), 2u);
+  EXPECT_EQ(spec.nodes[0].role, Role::Switch);
+  EXPECT_EQ(spec.nodes[1].name, "h1");
+  EXPECT_EQ(spec.nodes[1].loc.line, 6);
+  ASSERT_EQ(spec.links.size(), 1u);
+  EXPECT_EQ(spec.links[0].a, "h1");
+  EXPECT_EQ(spec.links[0].b, "sw1");
+  EXPECT_EQ(*spec.links[0].shape.rate_bps, 1'000'000'000ull);
+  EXPECT_TRUE(*spec.links[0].shape.down);
+  EXPECT_EQ(spec.links[0].loc.line, 8);
+  EXPECT_EQ(spec.links[0].loc.column, 7);
+}
+
+TEST(Loader, QueueIsTimeOrBytesByUnit) {
+  auto queue_of = [](const std::string& q) {
+    return load_ok(std::string(kMinimal) + "links: {default: {queue: " + q + "}}\n").links.defaults;
+  };
+  EXPECT_EQ(*queue_of("200us").queue_ns, 200'000ull);
+  EXPECT_FALSE(queue_of("200us").queue_bytes);
+  EXPECT_EQ(*queue_of("64K").queue_bytes, 65'536ull);
+  EXPECT_EQ(*queue_of("100000").queue_bytes, 100'000ull);
+  EXPECT_FALSE(queue_of("100000").queue_ns);
+}
+
+TEST(Loader, HostOverridesKeepTheirPosition) {
+  Scenario s = load_ok(std::string(kMinimal) +
+                       "hosts:\n  cpu: 2\n  overrides:\n    - {host: h1, memory: 512M}\n");
+  EXPECT_DOUBLE_EQ(*s.hosts.defaults.cpu, 2.0);
+  ASSERT_EQ(s.hosts.overrides.size(), 1u);
+  EXPECT_EQ(s.hosts.overrides[0].host, "h1");
+  EXPECT_EQ(*s.hosts.overrides[0].limits.memory_bytes, 512ull << 20);
+  EXPECT_FALSE(s.hosts.overrides[0].limits.cpu);
+  EXPECT_EQ(s.hosts.overrides[0].loc.line, 6);
+  EXPECT_EQ(s.hosts.overrides[0].loc.column, 7);
+}
+
+TEST(Loader, OneDirectionLinkOverride) {
+  Scenario s = load_ok(std::string(kMinimal) +
+                       "links:\n  overrides:\n    - {link: \"h1>leaf1\", delay: 5ms}\n");
+  EXPECT_EQ(s.links.overrides.at(0).link, "h1>leaf1");
+}
+
+TEST(Loader, RdmaModes) {
+  for (auto [word, mode] : {std::pair{"auto", RdmaMode::Auto}, std::pair{"on", RdmaMode::On},
+                            std::pair{"off", RdmaMode::Off}}) {
+    Scenario s = load_ok(std::string(kMinimal) + "rdma: {enabled: " + word + "}\n");
+    EXPECT_EQ(s.rdma, mode) << word;
+  }
+}
+
+TEST(Loader, ErrorsHaveFileLineColumnFieldAndValidValues) {
+  std::string e = load_error(
+      "name: t\n"
+      "topology:\n"
+      "  kind: leaf-spine\n"
+      "  leaves: 2\n"
+      "  spines: 1\n"
+      "  hosts_per_leaf: 1\n"
+      "fabric: {switch: router, mtu: 1500, ecmp_hash: l5}\n");
+  EXPECT_EQ(e, "test.yaml:7:48: fabric.ecmp_hash: unknown value 'l5'; valid: l3, l4");
+}
+
+TEST(Loader, TopologyKindErrorNamesEveryKind) {
+  std::string e = load_error("name: t\ntopology:\n  kind:       clos\n");
+  EXPECT_EQ(e,
+            "test.yaml:3:15: topology.kind: unknown value 'clos'; valid: leaf-spine, fat-tree, "
+            "rail-optimized, explicit");
+}
+
+TEST(Loader, KeyOfAnotherKind) {
+  std::string e = load_error("name: t\ntopology: {kind: fat-tree, k: 4, leaves: 3}\n");
+  EXPECT_NE(e.find("test.yaml:2:34: topology.leaves: leaves is for leaf-spine, not fat-tree"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Loader, TooManyHosts) {
+  std::string e = load_error(
+      "name: t\ntopology: {kind: leaf-spine, leaves: 100, spines: 2, hosts_per_leaf: 50}\n");
+  EXPECT_NE(e.find("topology.hosts_per_leaf: 100 leaves x 50 = 5000 hosts; at most 4096"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Loader, EmptyDocument) {
+  EXPECT_EQ(load_error(""), "test.yaml:1:1: empty scenario; it needs at least name and topology");
+  EXPECT_NE(load_error("# only a comment\n").find("empty scenario"), std::string::npos);
+}
+
+TEST(Loader, SecondDocumentIsAnError) {
+  std::string e = load_error(std::string(kMinimal) + "---\nname: u\n");
+  EXPECT_NE(e.find("test.yaml:4:1: a second YAML document"), std::string::npos) << e;
+}
+
+TEST(Loader, MissingFileNamesThePath) {
+  auto r = load_scenario_file("/nonexistent/dir/x.yaml");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().what().find("/nonexistent/dir/x.yaml"), std::string::npos);
+  EXPECT_NE(r.error().what().find("No such file"), std::string::npos) << r.error().what();
+}
+
+TEST(Loader, DirectoryIsNotAScenario) {
+  auto r = load_scenario_file(kSourceDir / "scenarios");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().what().find("scenarios"), std::string::npos) << r.error().what();
+}
+
+TEST(Loader, LabNames) {
+  EXPECT_TRUE(is_valid_lab_name("default"));
+  EXPECT_TRUE(is_valid_lab_name("leaf-spine-8"));
+  EXPECT_TRUE(is_valid_lab_name("0lab"));
+  EXPECT_FALSE(is_valid_lab_name(""));
+  EXPECT_FALSE(is_valid_lab_name("leaf-spine-16"));  // 13 characters
+  EXPECT_FALSE(is_valid_lab_name("-x"));
+  EXPECT_FALSE(is_valid_lab_name("Lab"));
+  EXPECT_FALSE(is_valid_lab_name("a_b"));
+}
+
+TEST(Loader, NodeNames) {
+  EXPECT_TRUE(is_valid_node_name("h1"));
+  EXPECT_TRUE(is_valid_node_name("n12-g3"));
+  EXPECT_TRUE(is_valid_node_name("abcdefghijklmno"));  // 15, an interface name's limit
+  EXPECT_FALSE(is_valid_node_name("abcdefghijklmnop"));
+  EXPECT_FALSE(is_valid_node_name("1h"));
+  EXPECT_FALSE(is_valid_node_name("h.1"));
+}
+
+// --- The small behaviour of the scenario structs.
+
+TEST(LinkShape, MergeTakesTheFieldsSetInOver) {
+  LinkShape base{.rate_bps = 10, .delay_ns = 2000, .loss = 0.1};
+  base.merge(LinkShape{.delay_ns = 5, .down = true});
+  EXPECT_EQ(base, (LinkShape{.rate_bps = 10, .delay_ns = 5, .loss = 0.1, .down = true}));
+  EXPECT_FALSE(base.empty());
+  EXPECT_TRUE(LinkShape{}.empty());
+}
+
+TEST(LinkShape, QueueGivenAsBytesReplacesQueueGivenAsTime) {
+  LinkShape cls{.queue_ns = 200'000};
+  cls.merge(LinkShape{.queue_bytes = 65'536});
+  EXPECT_FALSE(cls.queue_ns);
+  EXPECT_EQ(*cls.queue_bytes, 65'536u);
+  cls.merge(LinkShape{.rate_bps = 1});  // says nothing about the queue: keeps it
+  EXPECT_EQ(*cls.queue_bytes, 65'536u);
+}
+
+TEST(HostLimits, Merge) {
+  HostLimits limits{.cpu = 1.0, .memory_bytes = 1 << 30};
+  limits.merge(HostLimits{.memory_bytes = 1 << 20});
+  EXPECT_DOUBLE_EQ(*limits.cpu, 1.0);
+  EXPECT_EQ(*limits.memory_bytes, 1u << 20);
+}
+
+TEST(SourceLoc, Str) {
+  EXPECT_EQ((SourceLoc{"a.yaml", 7, 13}).str(), "a.yaml:7:13");
+  EXPECT_EQ((SourceLoc{"a.yaml", 0, 0}).str(), "a.yaml");
+}
+
+// --- The shipped scenarios.
+
+std::vector<fs::path> yaml_files_in(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(ShippedScenarios, AllLoad) {
+  auto files = yaml_files_in(kSourceDir / "scenarios");
+  EXPECT_GE(files.size(), 5u);
+  for (const fs::path& f : files) {
+    auto r = load_scenario_file(f);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->file, f.string());
+  }
+}
+
+TEST(ShippedScenarios, Default) {
+  auto r = load_scenario_file(kSourceDir / "scenarios/default.yaml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->name, "default");
+  EXPECT_EQ(r->topology.leaf_spine.leaves, 4);
+  EXPECT_EQ(r->topology.leaf_spine.hosts_per_leaf, 2);
+  EXPECT_EQ(r->topology.leaf_spine.spines, 2);
+  EXPECT_EQ(*r->links.classes.at("host-leaf").rate_bps, 25'000'000'000ull);
+  const auto& c = std::get<CollectiveStep>(r->workload.at(0).step);
+  EXPECT_EQ(c.transport, "tcp");
+  EXPECT_EQ(c.iterations, 5);
+}
+
+TEST(ShippedScenarios, LeafSpine512) {
+  auto r = load_scenario_file(kSourceDir / "scenarios/leaf-spine-512.yaml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->name, "ls512");
+  EXPECT_EQ(r->topology.leaf_spine.leaves * r->topology.leaf_spine.hosts_per_leaf, 512);
+  EXPECT_TRUE(r->workload.empty());
+}
+
+// --- The malformed-scenario corpus: tests/data/bad/*.yaml, each starting with a line
+// "# expect: <substring of the error>".
+
+class BadScenario : public testing::TestWithParam<fs::path> {};
+
+std::string expected_substring(const fs::path& file) {
+  std::ifstream in(file);
+  std::string first;
+  std::getline(in, first);
+  const std::string prefix = "# expect: ";
+  if (first.rfind(prefix, 0) != 0) return "";
+  return first.substr(prefix.size());
+}
+
+TEST_P(BadScenario, FailsWithLocatedMessage) {
+  const fs::path& file = GetParam();
+  std::string expect = expected_substring(file);
+  ASSERT_FALSE(expect.empty()) << file << " does not start with '# expect: '";
+  auto r = load_scenario_file(file);
+  ASSERT_FALSE(r) << file << " loaded without error";
+  const std::string& msg = r.error().message;
+  EXPECT_EQ(msg.rfind(file.string() + ":", 0), 0u) << msg;
+  EXPECT_NE(msg.find(expect), std::string::npos) << "error: " << msg << "\nexpected: " << expect;
+}
+
+std::vector<fs::path> bad_files() {
+  return yaml_files_in(kSourceDir / "tests/data/bad");
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, BadScenario, testing::ValuesIn(bad_files()),
+                         [](const testing::TestParamInfo<fs::path>& info) {
+                           std::string name = info.param.stem().string();
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(BadScenarioCorpus, IsLargeEnough) {
+  EXPECT_GE(bad_files().size(), 20u);
+}
+
+}  // namespace
+}  // namespace fabemu
