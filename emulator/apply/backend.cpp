@@ -14,6 +14,7 @@ Result<void> Backend::apply(const Action& action) {
         else if constexpr (std::is_same_v<T, AddAddress>) return add_address(a);
         else if constexpr (std::is_same_v<T, AddRoute>) return add_route(a);
         else if constexpr (std::is_same_v<T, MakeDir>) return make_dir(a);
+        else if constexpr (std::is_same_v<T, MakeSymlink>) return make_symlink(a);
         else if constexpr (std::is_same_v<T, WriteFile>) return write_file(a);
         else return create_cgroup(a);
       },

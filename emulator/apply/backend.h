@@ -19,10 +19,16 @@ class Backend {
   virtual Result<void> add_address(const AddAddress& a) = 0;
   virtual Result<void> add_route(const AddRoute& a) = 0;
   virtual Result<void> make_dir(const MakeDir& a) = 0;
+  virtual Result<void> make_symlink(const MakeSymlink& a) = 0;
   virtual Result<void> write_file(const WriteFile& a) = 0;
   virtual Result<void> create_cgroup(const CreateCgroup& a) = 0;
   // Completes any batched work and returns the calling thread to its own namespaces.
   virtual Result<void> finish() = 0;
+
+  // The lab's run directory tree (journal, pins) lives under run_root: make it a tmpfs when
+  // that pays, and give it back once no lab is left. Called with the RunLock held.
+  virtual Result<void> prepare_run_root(const std::string& run_root) = 0;
+  virtual Result<void> release_run_root(const std::string& run_root) = 0;
 
   // Teardown, driven by the journal: stop every process inside the lab's namespaces, then
   // remove one entry. Both succeed when the object is already gone.

@@ -101,6 +101,13 @@ Result<void> FakeBackend::make_dir(const MakeDir& a) {
   return ok();
 }
 
+Result<void> FakeBackend::make_symlink(const MakeSymlink& a) {
+  FABEMU_TRY(step(describe(a)));
+  if (files.count(a.path)) return make_error(describe(a), EEXIST);
+  files.insert(a.path);
+  return ok();
+}
+
 Result<void> FakeBackend::write_file(const WriteFile& a) {
   FABEMU_TRY(step(describe(a)));
   files.insert(a.path);
@@ -132,7 +139,7 @@ Result<void> FakeBackend::remove(const JournalEntry& e) {
     case JournalEntry::Kind::Uts:
       mounts.erase(e.path);
       break;
-    case JournalEntry::Kind::Dir:
+    case JournalEntry::Kind::Path:
       for (auto* set : {&dirs, &files})
         std::erase_if(*set, [&](const std::string& p) { return p.rfind(e.path, 0) == 0; });
       break;

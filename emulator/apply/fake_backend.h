@@ -35,9 +35,12 @@ class FakeBackend : public Backend {
   Result<void> add_address(const AddAddress& a) override;
   Result<void> add_route(const AddRoute& a) override;
   Result<void> make_dir(const MakeDir& a) override;
+  Result<void> make_symlink(const MakeSymlink& a) override;
   Result<void> write_file(const WriteFile& a) override;
   Result<void> create_cgroup(const CreateCgroup& a) override;
   Result<void> finish() override { return ok(); }
+  Result<void> prepare_run_root(const std::string&) override { return ok(); }
+  Result<void> release_run_root(const std::string&) override { return ok(); }
   Result<void> kill_processes(const std::vector<JournalEntry>&) override { return ok(); }
   Result<void> remove(const JournalEntry& e) override;
 

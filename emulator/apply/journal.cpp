@@ -16,8 +16,8 @@ namespace {
 
 const char* kind_name(JournalEntry::Kind k) {
   switch (k) {
-    case JournalEntry::Kind::Dir:
-      return "dir";
+    case JournalEntry::Kind::Path:
+      return "path";
     case JournalEntry::Kind::Netns:
       return "netns";
     case JournalEntry::Kind::Uts:
@@ -55,7 +55,7 @@ Result<JournalFile> parse_journal(const std::string& text, const std::string& pa
     else if (key == "pool") j.pool = std::atoi(val.c_str());
     else if (key == "scenario") j.scenario_file = val;
     else if (key == "complete") j.complete = true;
-    else if (key == "dir") j.entries.push_back({JournalEntry::Kind::Dir, val});
+    else if (key == "path") j.entries.push_back({JournalEntry::Kind::Path, val});
     else if (key == "netns") j.entries.push_back({JournalEntry::Kind::Netns, val});
     else if (key == "uts") j.entries.push_back({JournalEntry::Kind::Uts, val});
     else if (key == "cgroup") j.entries.push_back({JournalEntry::Kind::Cgroup, val});

@@ -3,12 +3,14 @@
 
 #include <net/if.h>
 #include <sched.h>
+#include <unistd.h>
 #include <sys/resource.h>
 
 #include <filesystem>
 
 #include "apply/netns.h"
 #include "apply/processes.h"
+#include "apply/run_root.h"
 #include "util/files.h"
 
 namespace fabemu {
@@ -141,6 +143,12 @@ Result<void> KernelBackend::add_route(const AddRoute& a) {
 
 Result<void> KernelBackend::make_dir(const MakeDir& a) { return make_dirs(a.path); }
 
+Result<void> KernelBackend::make_symlink(const MakeSymlink& a) {
+  if (::symlink(a.target.c_str(), a.path.c_str()) != 0)
+    return errno_error("linking " + a.path + " to " + a.target);
+  return ok();
+}
+
 Result<void> KernelBackend::write_file(const WriteFile& a) {
   return fabemu::write_file(a.path, a.content);
 }
@@ -148,6 +156,14 @@ Result<void> KernelBackend::write_file(const WriteFile& a) {
 Result<void> KernelBackend::create_cgroup(const CreateCgroup& a) {
   if (!cgroups_) cgroups_ = detect_cgroups();
   return fabemu::create_cgroup(*cgroups_, a.path, a.limits);
+}
+
+Result<void> KernelBackend::prepare_run_root(const std::string& run_root) {
+  return fabemu::prepare_run_root(run_root);
+}
+
+Result<void> KernelBackend::release_run_root(const std::string& run_root) {
+  return fabemu::release_run_root(run_root);
 }
 
 Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& journal) {
@@ -166,7 +182,7 @@ Result<void> KernelBackend::remove(const JournalEntry& e) {
     case JournalEntry::Kind::Cgroup:
       if (!cgroups_) cgroups_ = detect_cgroups();
       return remove_cgroup(*cgroups_, e.path);
-    case JournalEntry::Kind::Dir: {
+    case JournalEntry::Kind::Path: {
       // Only ever delete trees that are recognisably fabemu's.
       if (e.path.find("/fabemu") == std::string::npos || e.path.size() < 10)
         return make_error("refusing to remove " + e.path + ": not a fabemu path", EPERM);

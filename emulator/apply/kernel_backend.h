@@ -26,9 +26,12 @@ class KernelBackend : public Backend {
   Result<void> add_address(const AddAddress& a) override;
   Result<void> add_route(const AddRoute& a) override;
   Result<void> make_dir(const MakeDir& a) override;
+  Result<void> make_symlink(const MakeSymlink& a) override;
   Result<void> write_file(const WriteFile& a) override;
   Result<void> create_cgroup(const CreateCgroup& a) override;
   Result<void> finish() override;
+  Result<void> prepare_run_root(const std::string& run_root) override;
+  Result<void> release_run_root(const std::string& run_root) override;
   Result<void> kill_processes(const std::vector<JournalEntry>& journal) override;
   Result<void> remove(const JournalEntry& e) override;
 

@@ -5,32 +5,18 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <filesystem>
 #include <optional>
 #include <set>
 
+#include "apply/run_root.h"
 #include "scenario/loader.h"
 #include "util/files.h"
 #include "util/unique_fd.h"
 
 namespace fabemu {
 namespace {
-
-// Serialises pool choice and journal creation between concurrent `up`s.
-class RunLock {
- public:
-  static Result<RunLock> take(const std::string& run_root) {
-    FABEMU_TRY(make_dirs(run_root, 0755));
-    std::string path = run_root + "/.lock";
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (!fd.valid()) return errno_error("opening " + path);
-    if (::flock(fd.get(), LOCK_EX) != 0) return errno_error("locking " + path);
-    return RunLock(std::move(fd));
-  }
-
- private:
-  explicit RunLock(UniqueFd fd) : fd_(std::move(fd)) {}
-  UniqueFd fd_;  // closing it releases the lock
-};
 
 Result<int> free_pool(const LabPaths& paths) {
   std::set<int> used;
@@ -45,12 +31,23 @@ Result<int> free_pool(const LabPaths& paths) {
                     " labs are up; take one down first");
 }
 
+// The phase an action belongs to, for progress and timings; nullptr = the current one.
 const char* phase_of(const Action& a) {
-  if (std::holds_alternative<CreateNamespace>(a) || std::holds_alternative<SetSysctl>(a))
-    return "namespaces";
+  if (std::holds_alternative<CreateNamespace>(a)) return "namespaces";
   if (std::holds_alternative<CreateVeth>(a)) return "links";
   if (std::holds_alternative<AddAddress>(a) || std::holds_alternative<AddRoute>(a)) return "routes";
-  return "files";
+  if (std::holds_alternative<MakeDir>(a) || std::holds_alternative<WriteFile>(a)) return "files";
+  if (std::holds_alternative<CreateCgroup>(a)) return "cgroups";
+  return nullptr;
+}
+
+// The run dir is the lab layer's own bookkeeping (journal, scenario copy); what the backend
+// made inside it (namespace pins) is gone by now.
+Result<void> remove_run_dir(const LabPaths& paths) {
+  std::error_code ec;
+  std::filesystem::remove_all(paths.run_dir(), ec);
+  if (ec) return make_error("removing " + paths.run_dir(), ec.value());
+  return ok();
 }
 
 }  // namespace
@@ -61,6 +58,7 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
   {
     auto lock = RunLock::take(paths.run_root);
     if (!lock) return lock.error();
+    FABEMU_TRY(backend.prepare_run_root(paths.run_root));
     if (path_exists(paths.run_dir()))
       return make_error("lab '" + paths.lab + "' already exists (" + paths.run_dir() +
                         "); `fabemu down " + paths.lab + "` first, or pick another --lab");
@@ -90,16 +88,32 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
   if (auto r = fabemu::write_file(paths.scenario_copy(), options.scenario_text); !r)
     return fail(r.error());
 
+  using Clock = std::chrono::steady_clock;
   const size_t total = out.plan.actions.size();
-  const char* phase = "";
+  const char* phase = "setup";
+  auto phase_start = Clock::now();
+  auto end_phase = [&] {
+    auto now = Clock::now();
+    double secs = std::chrono::duration<double>(now - phase_start).count();
+    phase_start = now;
+    for (auto& [name, t] : out.phase_seconds)
+      if (name == phase) return void(t += secs);
+    out.phase_seconds.emplace_back(phase, secs);
+  };
   for (size_t i = 0; i < total; ++i) {
     const Action& a = out.plan.actions[i];
     const char* p = phase_of(a);
-    if (options.progress && (p != phase || i % 256 == 0)) options.progress(p, i, total);
-    phase = p;
+    if (p && p != phase) {
+      end_phase();
+      phase = p;
+      if (options.progress) options.progress(p, i, total);
+    } else if (options.progress && i % 256 == 0) {
+      options.progress(phase, i, total);
+    }
     if (auto r = backend.apply(a); !r) return fail(r.error());
   }
   if (auto r = backend.finish(); !r) return fail(r.error());
+  end_phase();
   if (options.progress) options.progress("done", total, total);
   if (auto r = mark_journal_complete(paths.journal()); !r) return fail(r.error());
   return out;
@@ -110,21 +124,22 @@ Result<void> lab_down(const LabPaths& paths, Backend& backend) {
   if (!j) {
     if (errno_of(j.error()) != ENOENT) return j.error();
     // No journal: nothing was created but (perhaps) the run dir itself.
-    if (path_exists(paths.run_dir()))
-      return backend.remove(JournalEntry{JournalEntry::Kind::Dir, paths.run_dir()});
-    return ok();
+    return remove_run_dir(paths);
   }
   FABEMU_TRY(backend.kill_processes(j->entries));
   // The run dir holds the journal: it goes last, and only when all else went, so that a
   // failed `down` can be retried.
-  const JournalEntry run_dir{JournalEntry::Kind::Dir, paths.run_dir()};
+  const JournalEntry run_dir{JournalEntry::Kind::Path, paths.run_dir()};
   std::optional<Error> first;
   for (auto it = j->entries.rbegin(); it != j->entries.rend(); ++it) {
     if (*it == run_dir) continue;
     if (auto r = backend.remove(*it); !r && !first) first = r.error();
   }
   if (first) return first->context("taking down lab " + paths.lab);
-  return backend.remove(run_dir);
+  FABEMU_TRY(remove_run_dir(paths));
+  auto lock = RunLock::take(paths.run_root);
+  if (!lock) return lock.error();
+  return backend.release_run_root(paths.run_root);
 }
 
 Result<LabModel> lab_model(const LabPaths& paths, JournalFile* journal_out) {

@@ -4,6 +4,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "apply/backend.h"
 #include "apply/journal.h"
@@ -23,6 +25,7 @@ struct UpOptions {
 struct UpResult {
   LabModel model;
   Plan plan;
+  std::vector<std::pair<std::string, double>> phase_seconds;  // where the time went
 };
 
 // Reserves an address pool for the lab, writes its journal, then applies the plan. On failure

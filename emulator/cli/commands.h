@@ -20,6 +20,7 @@ struct UpArgs {
   std::string lab;  // default: the scenario's name
   bool dry_run = false;
   bool quiet = false;
+  bool timings = false;  // print where the time went, per phase
 };
 
 int cmd_up(const UpArgs& args, const LabPaths& base);

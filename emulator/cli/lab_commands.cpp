@@ -132,6 +132,9 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
               p.paths.lab.c_str(), seconds_since(start), m.topo.host_count(),
               m.topo.switches().size(), m.topo.links.size(), up->plan.routes,
               m.addresses.pool.str().c_str());
+  if (args.timings)
+    for (const auto& [phase, secs] : up->phase_seconds)
+      std::printf("  %-10s %.3f s\n", phase.c_str(), secs);
   for (const auto& n : notes(p.scenario, m)) std::printf("  note: %s\n", n.c_str());
   out = std::move(*up);
   return kExitOk;

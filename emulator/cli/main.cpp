@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   up_cmd->add_option("--lab", up.lab, "Lab name (default: the scenario's name)");
   up_cmd->add_flag("--dry-run", up.dry_run, "Print the plan; touch nothing");
   up_cmd->add_flag("-q,--quiet", up.quiet, "No progress output");
+  up_cmd->add_flag("--timings", up.timings, "Print the time each phase took");
 
   std::vector<std::string> down_labs;
   bool down_all = false;

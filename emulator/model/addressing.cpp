@@ -81,12 +81,13 @@ Result<AddressPlan> plan_addresses(const Topology& t, Prefix pool) {
                    [](const Block& x, const Block& y) { return x.size > y.size; });
 
   uint64_t next = 0;
-  const uint64_t capacity = pool.size() - t.nodes.size() - 2;  // loopbacks sit at the top
   auto overflow = [&]() {
     return make_error("address plan: the fabric needs more than the lab's " + pool.str() +
                       " (" + std::to_string(t.links.size()) + " links, " +
                       std::to_string(t.nodes.size()) + " nodes)");
   };
+  if (pool.size() < t.nodes.size() + 2) return overflow();
+  const uint64_t capacity = pool.size() - t.nodes.size() - 2;  // loopbacks sit at the top
   for (const auto& b : blocks) {
     if (next + b.size > capacity) return overflow();
     plan.edge_block[b.sw] = Prefix{Ipv4{pool.addr.v + static_cast<uint32_t>(next)},

@@ -10,10 +10,10 @@ inline constexpr const char* kPrefix = "fabemu";
 
 struct LabPaths {
   std::string lab;
-  std::string run_root = "/run/fabemu";  // overridable for tests
-  std::string netns_dir = "/run/netns";
-  std::string etc_netns_dir = "/etc/netns";
-  std::string tmp_root = "/tmp/fabemu";
+  // fabemu keeps its own files on a tmpfs here (mounted by `up` when /run is not one).
+  std::string run_root = "/run/fabemu";
+  std::string netns_dir = "/run/netns";      // where `ip netns` looks
+  std::string etc_netns_dir = "/etc/netns";  // what `ip netns exec` bind-mounts over /etc
 
   std::string run_dir() const { return run_root + "/" + lab; }
   std::string journal() const { return run_dir() + "/journal"; }
@@ -22,8 +22,10 @@ struct LabPaths {
   std::string netns_path(const std::string& node) const { return netns_dir + "/" + ns_name(node); }
   std::string uts_dir() const { return run_dir() + "/uts"; }
   std::string uts_path(const std::string& node) const { return uts_dir() + "/" + node; }
-  std::string etc_dir(const std::string& node) const { return etc_netns_dir + "/" + ns_name(node); }
-  std::string tmp_dir() const { return tmp_root + "/" + lab; }
+  // One /etc overlay (hosts) for the whole lab; /etc/netns/NS links to it for `ip netns exec`.
+  std::string etc_dir() const { return run_dir() + "/etc"; }
+  std::string etc_link(const std::string& node) const { return etc_netns_dir + "/" + ns_name(node); }
+  std::string tmp_dir() const { return run_dir() + "/tmp"; }
   std::string host_tmp(const std::string& node) const { return tmp_dir() + "/" + node; }
 };
 

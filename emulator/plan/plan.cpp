@@ -49,16 +49,16 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
   plan.pool = pool;
   using K = JournalEntry::Kind;
 
-  plan.journal.push_back({K::Dir, paths.run_dir()});
-  plan.journal.push_back({K::Dir, paths.uts_dir()});
-  plan.journal.push_back({K::Dir, paths.tmp_dir()});
+  // The run dir (journal, scenario copy, uts pins, /etc overlay, per-host /tmp) goes last.
+  plan.journal.push_back({K::Path, paths.run_dir()});
   plan.actions.push_back(MakeDir{paths.uts_dir()});
   plan.actions.push_back(MakeDir{paths.tmp_dir()});
+  plan.actions.push_back(MakeDir{paths.etc_dir()});
 
   for (const Node& n : t.nodes) {
     const std::string ns = paths.ns_name(n.name);
     const bool host = n.role == Role::Host;
-    plan.journal.push_back({K::Dir, paths.etc_dir(n.name)});
+    plan.journal.push_back({K::Path, paths.etc_link(n.name)});
     plan.journal.push_back({K::Netns, paths.netns_path(n.name)});
     if (host) plan.journal.push_back({K::Uts, paths.uts_path(n.name)});
     plan.actions.push_back(CreateNamespace{ns, paths.netns_path(n.name),
@@ -95,11 +95,12 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
     }
   }
 
-  // Per-node /etc/hosts (entered by `fabemu exec` and `ip netns exec`) and per-host /tmp.
-  const std::string hosts = hosts_file(t, m.addresses, paths.lab);
+  // The lab's /etc/hosts (entered by `fabemu exec`, and by `ip netns exec` through
+  // /etc/netns/NS), and a /tmp per host.
+  plan.actions.push_back(WriteFile{paths.etc_dir() + "/hosts", hosts_file(t, m.addresses, paths.lab)});
+  plan.actions.push_back(MakeDir{paths.etc_netns_dir});
   for (const Node& n : t.nodes) {
-    plan.actions.push_back(MakeDir{paths.etc_dir(n.name)});
-    plan.actions.push_back(WriteFile{paths.etc_dir(n.name) + "/hosts", hosts});
+    plan.actions.push_back(MakeSymlink{paths.etc_dir(), paths.etc_link(n.name)});
     if (n.role == Role::Host) plan.actions.push_back(MakeDir{paths.host_tmp(n.name)});
   }
 
@@ -141,6 +142,7 @@ std::string describe(const Action& action) {
     }
     std::string operator()(const WriteFile& a) const { return "write " + a.path; }
     std::string operator()(const MakeDir& a) const { return "mkdir " + a.path; }
+    std::string operator()(const MakeSymlink& a) const { return "symlink " + a.path + " -> " + a.target; }
     std::string operator()(const CreateCgroup& a) const { return "create cgroup " + a.path; }
   } visitor;
   return std::visit(visitor, action);

@@ -66,6 +66,11 @@ struct MakeDir {
   std::string path;
 };
 
+struct MakeSymlink {
+  std::string target;  // what the link points to
+  std::string path;
+};
+
 // A cgroup per limited host, `fabemu/LAB/NODE` under each controller's hierarchy.
 struct CreateCgroup {
   std::string path;  // relative to the controller's mount point
@@ -73,14 +78,15 @@ struct CreateCgroup {
 };
 
 using Action = std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, AddAddress,
-                            AddRoute, WriteFile, MakeDir, CreateCgroup>;
+                            AddRoute, WriteFile, MakeDir, MakeSymlink, CreateCgroup>;
 
 std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 
 // What a lab leaves on the system, in creation order; `down` removes it in reverse.
 // Objects inside a namespace (veths, addresses, routes) go with the namespace and are not listed.
 struct JournalEntry {
-  enum class Kind { Dir, Netns, Uts, Cgroup } kind;
+  // Path: a file, symlink or directory tree; Netns/Uts: a pinned namespace.
+  enum class Kind { Path, Netns, Uts, Cgroup } kind;
   std::string path;
   bool operator==(const JournalEntry&) const = default;
 };

@@ -11,7 +11,7 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
   c.node = n.name;
   c.host = n.role == Role::Host;
   c.netns_path = paths.netns_path(n.name);
-  c.etc_dir = paths.etc_dir(n.name);
+  c.etc_dir = paths.etc_dir();
   c.env = {{"FABEMU_LAB", paths.lab}, {"FABEMU_NODE", n.name}};
   std::string ifnames;
   for (int l : t.links_of(id)) ifnames += (ifnames.empty() ? "" : ",") + t.links[l].end(id).ifname;

@@ -1,0 +1,220 @@
+// The planner against the fake backend: every action is accepted the way the kernel would
+// accept it, every host reaches every other host through the FIBs, ECMP groups have the
+// expected width, and up/down through the journal leave nothing behind.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "apply/fake_backend.h"
+#include "apply/journal.h"
+#include "apply/lab.h"
+#include "scenario/loader.h"
+
+namespace fabemu {
+namespace {
+
+namespace fs = std::filesystem;
+
+Scenario load(const std::string& yaml) {
+  auto s = load_scenario_string(yaml, "test.yaml");
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().what());
+  return s.ok() ? *s : Scenario{};
+}
+
+const char* kLeafSpine =
+    "name: ls\ntopology: {kind: leaf-spine, leaves: 4, spines: 3, hosts_per_leaf: 2}\n";
+const char* kFatTree4 = "name: ft\ntopology: {kind: fat-tree, k: 4}\n";
+const char* kFatTree6 = "name: ft6\ntopology: {kind: fat-tree, k: 6}\n";
+const char* kRail = "name: rail\ntopology: {kind: rail-optimized, nodes: 3, gpus_per_node: 4, spines: 2}\n";
+const char* kExplicit = R"(name: ring
+topology:
+  kind: explicit
+  nodes: [{name: s1, role: switch}, {name: s2, role: switch}, {name: s3, role: switch},
+          {name: a, role: host}, {name: b, role: host}, {name: c, role: host}]
+  links: [{a: s1, b: s2}, {a: s2, b: s3}, {a: s3, b: s1}, {a: a, b: s1}, {a: b, b: s2}, {a: c, b: s3}]
+)";
+
+struct Applied {
+  LabModel model;
+  LabPaths paths;
+  FakeBackend fake;
+};
+
+std::unique_ptr<Applied> apply_fake(const char* yaml) {
+  auto a = std::make_unique<Applied>();
+  auto m = build_model(load(yaml), 0);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().what());
+  if (!m.ok()) return nullptr;
+  a->model = std::move(*m);
+  a->paths.lab = "t";
+  Plan plan = make_plan(a->model, a->paths, 0);
+  for (const Action& act : plan.actions) {
+    auto r = a->fake.apply(act);
+    EXPECT_TRUE(r.ok()) << describe(act) << ": " << r.error().what();
+    if (!r.ok()) return nullptr;
+  }
+  return a;
+}
+
+class AllPairs : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(AllPairs, EveryHostReachesEveryOtherHostOverEveryEcmpChoice) {
+  auto a = apply_fake(GetParam());
+  ASSERT_TRUE(a);
+  const Topology& t = a->model.topo;
+  for (int src : t.hosts())
+    for (int dst : t.hosts()) {
+      if (src == dst) continue;
+      for (size_t choice = 0; choice < 4; ++choice) {
+        auto path = a->fake.trace(a->paths.ns_name(t.nodes[src].name),
+                                  a->model.addresses.host_address(t, dst), 16, choice);
+        ASSERT_FALSE(path.empty()) << t.nodes[src].name << " -> " << t.nodes[dst].name;
+        EXPECT_EQ(path.back(), a->paths.ns_name(t.nodes[dst].name));
+        // ...and the reply finds its way back.
+        auto back = a->fake.trace(path.back(), a->model.addresses.host_address(t, src), 16, choice);
+        ASSERT_FALSE(back.empty());
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Topologies, AllPairs,
+                         ::testing::Values(kLeafSpine, kFatTree4, kFatTree6, kRail, kExplicit));
+
+TEST(Plan, LeafToLeafRoutesUseEverySpine) {
+  auto a = apply_fake(kLeafSpine);
+  ASSERT_TRUE(a);
+  const auto& ns = a->fake.namespaces.at(a->paths.ns_name("leaf1"));
+  int ecmp = 0;
+  for (const auto& r : ns.routes)
+    if (r.dst.len < 32) {
+      EXPECT_EQ(r.hops.size(), 3u) << r.dst.str();
+      ++ecmp;
+    }
+  EXPECT_EQ(ecmp, 3);  // the host blocks of leaf2..leaf4
+}
+
+TEST(Plan, FatTreeEdgeHasHalfKUplinksToOtherPodsAndCoreHasOnePath) {
+  auto a = apply_fake(kFatTree6);
+  ASSERT_TRUE(a);
+  const Topology& t = a->model.topo;
+  const auto& edge = a->fake.namespaces.at(a->paths.ns_name("edge1"));
+  const auto& core = a->fake.namespaces.at(a->paths.ns_name("core1"));
+  const Prefix far = *a->model.addresses.edge_block[t.find("edge18")];
+  for (const auto& r : edge.routes)
+    if (r.dst == far) EXPECT_EQ(r.hops.size(), 3u);  // k/2 aggregation switches
+  for (const auto& r : core.routes)
+    if (r.dst == far) EXPECT_EQ(r.hops.size(), 1u);  // one aggregation switch per pod
+}
+
+TEST(Plan, SwitchesForwardWithTheScenarioHashPolicyAndHostsDoNot) {
+  auto a = apply_fake("name: t\ntopology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 1}\n"
+                      "fabric: {ecmp_hash: l3}\n");
+  ASSERT_TRUE(a);
+  const auto& leaf = a->fake.namespaces.at(a->paths.ns_name("leaf1")).sysctls;
+  EXPECT_EQ(leaf.at("net/ipv4/ip_forward"), "1");
+  EXPECT_EQ(leaf.at("net/ipv4/fib_multipath_hash_policy"), "0");
+  const auto& host = a->fake.namespaces.at(a->paths.ns_name("h1"));
+  EXPECT_EQ(host.sysctls.count("net/ipv4/ip_forward"), 0u);
+  EXPECT_EQ(host.hostname, "h1");
+  EXPECT_EQ(a->fake.namespaces.at(a->paths.ns_name("leaf1")).hostname, "");
+}
+
+TEST(Plan, RailGpusOfOneNodeTalkOverScaleUp) {
+  auto a = apply_fake(kRail);
+  ASSERT_TRUE(a);
+  const Topology& t = a->model.topo;
+  auto path = a->fake.trace(a->paths.ns_name("n1-g1"), a->model.addresses.host_address(t, t.find("n1-g3")));
+  ASSERT_EQ(path.size(), 3u);
+  EXPECT_EQ(path[1], a->paths.ns_name("n1-su"));
+  auto far = a->fake.trace(a->paths.ns_name("n1-g1"), a->model.addresses.host_address(t, t.find("n2-g3")));
+  ASSERT_EQ(far.size(), 5u);  // rail leaf, spine, rail leaf, host
+  EXPECT_EQ(far[1], a->paths.ns_name("leaf1"));
+}
+
+TEST(Plan, DisconnectedSwitchesAreRefused) {
+  auto m = build_model(load(R"(name: t
+topology:
+  kind: explicit
+  nodes: [{name: s1, role: switch}, {name: s2, role: switch}, {name: a, role: host}, {name: b, role: host}]
+  links: [{a: a, b: s1}, {a: b, b: s2}]
+)"),
+                       0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().what().find("not connected"), std::string::npos);
+}
+
+class LabLifecycle : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fabemu-unit-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    paths_.run_root = (dir_ / "run").string();
+    paths_.netns_dir = (dir_ / "netns").string();
+    paths_.etc_netns_dir = (dir_ / "etc-netns").string();
+    paths_.lab = "t";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  LabPaths paths_;
+};
+
+TEST_F(LabLifecycle, UpWritesTheJournalFirstAndDownRemovesExactlyIt) {
+  FakeBackend fake;
+  auto up = lab_up(load(kFatTree4), paths_, fake, UpOptions{"name: ft\n", "ft.yaml", nullptr});
+  ASSERT_TRUE(up.ok()) << up.error().what();
+  auto j = read_journal(paths_.journal());
+  ASSERT_TRUE(j.ok()) << j.error().what();
+  EXPECT_TRUE(j->complete);
+  EXPECT_EQ(j->pool, 0);
+  EXPECT_EQ(j->entries, up->plan.journal);
+  EXPECT_EQ(fake.namespaces.size(), up->model.topo.nodes.size());
+
+  // A second lab of the same name is refused; another name gets the next pool.
+  FakeBackend other;
+  EXPECT_FALSE(lab_up(load(kFatTree4), paths_, other).ok());
+  LabPaths second = paths_;
+  second.lab = "u";
+  auto up2 = lab_up(load(kFatTree4), second, other);
+  ASSERT_TRUE(up2.ok()) << up2.error().what();
+  EXPECT_EQ(up2->plan.pool, 1);
+
+  ASSERT_TRUE(lab_down(paths_, fake).ok());
+  EXPECT_TRUE(fake.namespaces.empty());
+  EXPECT_TRUE(fake.mounts.empty());
+  EXPECT_FALSE(fs::exists(paths_.run_dir()));
+  ASSERT_TRUE(lab_down(second, other).ok());
+  // Down of a lab that is gone is a no-op.
+  EXPECT_TRUE(lab_down(paths_, fake).ok());
+}
+
+TEST_F(LabLifecycle, AFailureHalfwayRollsBackEverything) {
+  FakeBackend fake;
+  fake.fail_at = 200;
+  auto up = lab_up(load(kFatTree4), paths_, fake);
+  ASSERT_FALSE(up.ok());
+  EXPECT_NE(up.error().what().find("injected failure"), std::string::npos);
+  EXPECT_NE(up.error().what().find("bringing up lab t"), std::string::npos);
+  EXPECT_TRUE(fake.namespaces.empty());
+  EXPECT_TRUE(fake.mounts.empty());
+  EXPECT_FALSE(fs::exists(paths_.run_dir()));
+}
+
+TEST(Journal, RoundTripsAndToleratesATornLastLine) {
+  JournalFile j{"demo", 3, "s.yaml", {{JournalEntry::Kind::Path, "/run/fabemu/demo"},
+                                       {JournalEntry::Kind::Netns, "/run/netns/fabemu-demo-h1"},
+                                       {JournalEntry::Kind::Uts, "/run/fabemu/demo/uts/h1"},
+                                       {JournalEntry::Kind::Cgroup, "fabemu/demo/h1"}},
+                false};
+  auto back = parse_journal(format_journal(j), "j");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->entries, j.entries);
+  EXPECT_EQ(back->pool, 3);
+  EXPECT_FALSE(back->complete);
+  auto torn = parse_journal(format_journal(j) + "net", "j");
+  ASSERT_TRUE(torn.ok());
+  EXPECT_EQ(torn->entries.size(), 4u);
+  EXPECT_FALSE(parse_journal("something else\n", "j").ok());
+}
+
+}  // namespace
+}  // namespace fabemu
