@@ -7,16 +7,26 @@ Result<void> Backend::apply(const Action& action) {
   return std::visit(
       [this](const auto& a) -> Result<void> {
         using T = std::decay_t<decltype(a)>;
-        if constexpr (std::is_same_v<T, CreateNamespace>) return create_namespace(a);
-        else if constexpr (std::is_same_v<T, SetSysctl>) return set_sysctl(a);
-        else if constexpr (std::is_same_v<T, SetLinkUp>) return set_link_up(a);
-        else if constexpr (std::is_same_v<T, CreateVeth>) return create_veth(a);
-        else if constexpr (std::is_same_v<T, AddAddress>) return add_address(a);
-        else if constexpr (std::is_same_v<T, AddRoute>) return add_route(a);
-        else if constexpr (std::is_same_v<T, MakeDir>) return make_dir(a);
-        else if constexpr (std::is_same_v<T, MakeSymlink>) return make_symlink(a);
-        else if constexpr (std::is_same_v<T, WriteFile>) return write_file(a);
-        else return create_cgroup(a);
+        if constexpr (std::is_same_v<T, CreateNamespace>)
+          return create_namespace(a);
+        else if constexpr (std::is_same_v<T, SetSysctl>)
+          return set_sysctl(a);
+        else if constexpr (std::is_same_v<T, SetLinkUp>)
+          return set_link_up(a);
+        else if constexpr (std::is_same_v<T, CreateVeth>)
+          return create_veth(a);
+        else if constexpr (std::is_same_v<T, AddAddress>)
+          return add_address(a);
+        else if constexpr (std::is_same_v<T, AddRoute>)
+          return add_route(a);
+        else if constexpr (std::is_same_v<T, MakeDir>)
+          return make_dir(a);
+        else if constexpr (std::is_same_v<T, MakeSymlink>)
+          return make_symlink(a);
+        else if constexpr (std::is_same_v<T, WriteFile>)
+          return write_file(a);
+        else
+          return create_cgroup(a);
       },
       action);
 }

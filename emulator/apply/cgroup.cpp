@@ -33,7 +33,8 @@ std::vector<std::string> roots(const CgroupLayout& l) {
 }  // namespace
 
 std::string CgroupLayout::describe() const {
-  if (v2) return v2_root.empty() ? "cgroup v2 without cpu+memory controllers" : "cgroup v2 at " + v2_root;
+  if (v2)
+    return v2_root.empty() ? "cgroup v2 without cpu+memory controllers" : "cgroup v2 at " + v2_root;
   if (!usable()) return "no cgroup cpu/memory hierarchy mounted";
   return "cgroup v1 (cpu at " + (cpu_root.empty() ? "-" : cpu_root) + ", memory at " +
          (memory_root.empty() ? "-" : memory_root) + ")";
@@ -109,7 +110,8 @@ Result<void> create_cgroup(const CgroupLayout& l, const std::string& rel, const 
     std::string dir = l.memory_root + "/" + rel;
     FABEMU_TRY(make_dirs(dir));
     if (lim.memory_bytes)
-      FABEMU_TRY(fabemu::write_file(dir + "/memory.limit_in_bytes", std::to_string(*lim.memory_bytes)));
+      FABEMU_TRY(
+          fabemu::write_file(dir + "/memory.limit_in_bytes", std::to_string(*lim.memory_bytes)));
   }
   return ok();
 }

@@ -11,8 +11,8 @@ namespace fabemu {
 
 struct CgroupLayout {
   bool v2 = false;
-  std::string v2_root;                 // cgroup2 mount with cpu+memory controllers
-  std::string cpu_root, memory_root;   // v1 hierarchies
+  std::string v2_root;                // cgroup2 mount with cpu+memory controllers
+  std::string cpu_root, memory_root;  // v1 hierarchies
   bool usable() const { return v2 ? !v2_root.empty() : !cpu_root.empty() || !memory_root.empty(); }
   std::string describe() const;
 };
@@ -21,7 +21,8 @@ struct CgroupLayout {
 CgroupLayout detect_cgroups();
 
 // Creates REL (e.g. "fabemu/lab/h3") under every hierarchy, parents included, with limits.
-Result<void> create_cgroup(const CgroupLayout& layout, const std::string& rel, const HostLimits& limits);
+Result<void> create_cgroup(const CgroupLayout& layout, const std::string& rel,
+                           const HostLimits& limits);
 // Removes REL where it exists (it must hold no processes).
 Result<void> remove_cgroup(const CgroupLayout& layout, const std::string& rel);
 // Moves process `pid` into REL in every hierarchy where REL exists.

@@ -19,7 +19,8 @@ Result<FakeBackend::Ns*> FakeBackend::find_ns(const std::string& name) {
 
 Result<void> FakeBackend::create_namespace(const CreateNamespace& a) {
   FABEMU_TRY(step(describe(a)));
-  if (namespaces.count(a.ns) || mounts.count(a.path)) return make_error("namespace " + a.ns, EEXIST);
+  if (namespaces.count(a.ns) || mounts.count(a.path))
+    return make_error("namespace " + a.ns, EEXIST);
   Ns ns;
   ns.ifaces["lo"] = Iface{};
   ns.hostname = a.uts_path.empty() ? "" : a.hostname;
@@ -89,7 +90,8 @@ Result<void> FakeBackend::add_route(const AddRoute& a) {
     if (!it->second.up) return make_error(describe(a) + ": link down", ENETDOWN);
     bool connected = std::any_of(it->second.addrs.begin(), it->second.addrs.end(),
                                  [&](const Prefix& p) { return p.contains(h.gateway); });
-    if (!connected) return make_error(describe(a) + ": gateway not on a connected subnet", ENETUNREACH);
+    if (!connected)
+      return make_error(describe(a) + ": gateway not on a connected subnet", ENETUNREACH);
   }
   (*ns)->routes.push_back(a);
   return ok();

@@ -51,14 +51,22 @@ Result<JournalFile> parse_journal(const std::string& text, const std::string& pa
       if (line != "fabemu-journal 1") return make_error(path + ":1: not a fabemu journal");
       continue;
     }
-    if (key == "lab") j.lab = val;
-    else if (key == "pool") j.pool = std::atoi(val.c_str());
-    else if (key == "scenario") j.scenario_file = val;
-    else if (key == "complete") j.complete = true;
-    else if (key == "path") j.entries.push_back({JournalEntry::Kind::Path, val});
-    else if (key == "netns") j.entries.push_back({JournalEntry::Kind::Netns, val});
-    else if (key == "uts") j.entries.push_back({JournalEntry::Kind::Uts, val});
-    else if (key == "cgroup") j.entries.push_back({JournalEntry::Kind::Cgroup, val});
+    if (key == "lab")
+      j.lab = val;
+    else if (key == "pool")
+      j.pool = std::atoi(val.c_str());
+    else if (key == "scenario")
+      j.scenario_file = val;
+    else if (key == "complete")
+      j.complete = true;
+    else if (key == "path")
+      j.entries.push_back({JournalEntry::Kind::Path, val});
+    else if (key == "netns")
+      j.entries.push_back({JournalEntry::Kind::Netns, val});
+    else if (key == "uts")
+      j.entries.push_back({JournalEntry::Kind::Uts, val});
+    else if (key == "cgroup")
+      j.entries.push_back({JournalEntry::Kind::Cgroup, val});
     // A line cut short by a crash mid-write is ignored: nothing after it was created.
   }
   if (n == 0) return make_error(path + ": empty journal");

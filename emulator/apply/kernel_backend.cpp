@@ -3,8 +3,8 @@
 
 #include <net/if.h>
 #include <sched.h>
-#include <unistd.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -37,7 +37,9 @@ Result<std::unique_ptr<KernelBackend>> KernelBackend::create(std::string netns_d
   return b;
 }
 
-KernelBackend::~KernelBackend() { (void)finish(); }
+KernelBackend::~KernelBackend() {
+  (void)finish();
+}
 
 Result<void> KernelBackend::finish() {
   cur_sock_.reset();
@@ -141,7 +143,9 @@ Result<void> KernelBackend::add_route(const AddRoute& a) {
   return cur_sock_->add_route(a.dst, hops, a.dst.str() + " in " + a.ns);
 }
 
-Result<void> KernelBackend::make_dir(const MakeDir& a) { return make_dirs(a.path); }
+Result<void> KernelBackend::make_dir(const MakeDir& a) {
+  return make_dirs(a.path);
+}
 
 Result<void> KernelBackend::make_symlink(const MakeSymlink& a) {
   if (::symlink(a.target.c_str(), a.path.c_str()) != 0)

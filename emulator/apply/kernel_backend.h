@@ -45,7 +45,7 @@ class KernelBackend : public Backend {
   bool netns_dir_ready_ = false;
   UniqueFd home_net_, home_uts_;
   std::optional<RtnlSocket> home_sock_;  // in the caller's namespace: creates the veths
-  std::string cur_ns_;                    // "" = home
+  std::string cur_ns_;                   // "" = home
   std::optional<RtnlSocket> cur_sock_;
   std::map<std::string, int> cur_ifindex_;
   std::map<std::string, UniqueFd> ns_fds_;

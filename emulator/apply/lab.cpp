@@ -145,7 +145,8 @@ Result<void> lab_down(const LabPaths& paths, Backend& backend) {
 Result<LabModel> lab_model(const LabPaths& paths, JournalFile* journal_out) {
   auto j = read_journal(paths.journal());
   if (!j) {
-    if (errno_of(j.error()) == ENOENT) return make_error("no lab named '" + paths.lab + "'", ENOENT);
+    if (errno_of(j.error()) == ENOENT)
+      return make_error("no lab named '" + paths.lab + "'", ENOENT);
     return j.error();
   }
   auto scenario = load_scenario_file(paths.scenario_copy());

@@ -66,7 +66,9 @@ Error nl_error(int nl_err, const std::string& what) {
   return err == EIO ? make_error(what + ": " + nl_geterror(nl_err), EIO) : make_error(what, err);
 }
 
-void RtnlSocket::Free::operator()(nl_sock* s) const { nl_socket_free(s); }
+void RtnlSocket::Free::operator()(nl_sock* s) const {
+  nl_socket_free(s);
+}
 
 Result<RtnlSocket> RtnlSocket::open() {
   std::unique_ptr<nl_sock, Free> s(nl_socket_alloc());

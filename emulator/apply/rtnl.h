@@ -19,8 +19,8 @@ class RtnlSocket {
 
   // A veth pair whose ends are created straight inside the namespaces behind ns_fd_a/b
   // (never visible in ours), with the given MTU; end a is up, end b still down.
-  Result<void> add_veth(int ns_fd_a, const std::string& if_a, int ns_fd_b,
-                        const std::string& if_b, uint32_t mtu);
+  Result<void> add_veth(int ns_fd_a, const std::string& if_a, int ns_fd_b, const std::string& if_b,
+                        uint32_t mtu);
   Result<void> set_up(int ifindex, const std::string& what);
   Result<void> add_address(int ifindex, Prefix addr, const std::string& what);
   struct Hop {

@@ -10,10 +10,10 @@ namespace fabemu::cli {
 
 // Exit codes (documented in README.md and `fabemu --help`).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;      // the system refused or a check failed
-inline constexpr int kExitBadInput = 2;    // bad command line or scenario file
-inline constexpr int kExitNoLab = 3;       // the named lab does not exist
-inline constexpr int kExitNeedsRoot = 4;   // must run as root
+inline constexpr int kExitFailed = 1;     // the system refused or a check failed
+inline constexpr int kExitBadInput = 2;   // bad command line or scenario file
+inline constexpr int kExitNoLab = 3;      // the named lab does not exist
+inline constexpr int kExitNeedsRoot = 4;  // must run as root
 
 struct UpArgs {
   std::string scenario;

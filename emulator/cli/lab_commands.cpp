@@ -55,8 +55,9 @@ std::vector<std::string> notes(const Scenario& s, const LabModel& m) {
   bool shaped = false;
   for (const auto& l : m.topo.links) shaped |= !l.a_to_b.empty() || !l.b_to_a.empty();
   if (shaped)
-    out.push_back("link shapes (rate, delay, loss, ECN) are parsed but not enforced yet: links "
-                  "run at veth speed");
+    out.push_back(
+        "link shapes (rate, delay, loss, ECN) are parsed but not enforced yet: links "
+        "run at veth speed");
   if (s.rdma == RdmaMode::Auto) out.push_back("rdma: auto: no rxe devices (not implemented yet)");
   return out;
 }
@@ -107,8 +108,7 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
   if (args.dry_run) {
     auto model = build_model(p.scenario, 0);
     Plan plan = make_plan(*model, p.paths, 0);
-    for (const auto& e : plan.journal)
-      std::printf("journal %s\n", e.path.c_str());
+    for (const auto& e : plan.journal) std::printf("journal %s\n", e.path.c_str());
     for (const auto& a : plan.actions) std::printf("%s\n", describe(a).c_str());
     std::printf("# %d namespaces, %d veths, %d routes, %zu actions\n", plan.namespaces, plan.veths,
                 plan.routes, plan.actions.size());
@@ -201,10 +201,11 @@ int cmd_run(const UpArgs& args, bool keep, const LabPaths& base) {
     code = kExitFailed;
   } else {
     const int total = static_cast<int>(reach->pairs.size());
-    std::printf("reachability: %d/%d host pairs answered ICMP echo across the fabric in %.2f s; "
-                "rtt p50 %.0f us, p99 %.0f us\n",
-                reach->answered(), total, seconds_since(start), reach->rtt_percentile(50),
-                reach->rtt_percentile(99));
+    std::printf(
+        "reachability: %d/%d host pairs answered ICMP echo across the fabric in %.2f s; "
+        "rtt p50 %.0f us, p99 %.0f us\n",
+        reach->answered(), total, seconds_since(start), reach->rtt_percentile(50),
+        reach->rtt_percentile(99));
     int shown = 0;
     for (const auto& pr : reach->pairs)
       if (!pr.answered && shown++ < 10)

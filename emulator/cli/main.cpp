@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> exec_argv;
   bool exec_all = false, exec_no_tag = false;
   auto* exec_cmd = app.add_subcommand(
-      "exec", "Run a command inside an emulated node: exec LAB:NODE -- CMD, or exec LAB --all -- CMD");
+      "exec",
+      "Run a command inside an emulated node: exec LAB:NODE -- CMD, or exec LAB --all -- CMD");
   exec_cmd->add_option("target", exec_target, "LAB:NODE, or LAB with --all")->required();
   exec_cmd->add_option("command", exec_argv, "Command and arguments, after --")->required();
   exec_cmd->add_flag("--all", exec_all, "One process per host, with RANK/WORLD_SIZE set");
@@ -52,8 +53,8 @@ int main(int argc, char** argv) {
 
   cli::UpArgs run;
   bool run_keep = false;
-  auto* run_cmd = app.add_subcommand(
-      "run", "Build the fabric, check it, run the workload, report, tear down");
+  auto* run_cmd =
+      app.add_subcommand("run", "Build the fabric, check it, run the workload, report, tear down");
   run_cmd->add_option("scenario", run.scenario, "Scenario YAML file")->required();
   run_cmd->add_option("--lab", run.lab, "Lab name (default: the scenario's name)");
   run_cmd->add_flag("--keep", run_keep, "Leave the lab up afterwards");

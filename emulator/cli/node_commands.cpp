@@ -15,7 +15,9 @@
 
 namespace fabemu::cli {
 
-void print_error(const std::string& message) { std::fprintf(stderr, "fabemu: %s\n", message.c_str()); }
+void print_error(const std::string& message) {
+  std::fprintf(stderr, "fabemu: %s\n", message.c_str());
+}
 
 bool require_root(const char* command) {
   if (::geteuid() == 0) return true;
@@ -105,12 +107,17 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
 
   if (json) {
     JsonWriter j;
-    j.begin_object().field("lab", lab).field("state", state).field("scenario", journal.scenario_file);
+    j.begin_object()
+        .field("lab", lab)
+        .field("state", state)
+        .field("scenario", journal.scenario_file);
     j.field("pool", model->addresses.pool.str());
     j.key("nodes").begin_array();
     for (size_t n = 0; n < t.nodes.size(); ++n) {
       const Node& node = t.nodes[n];
-      j.begin_object().field("name", node.name).field("role", node.role == Role::Host ? "host" : "switch");
+      j.begin_object()
+          .field("name", node.name)
+          .field("role", node.role == Role::Host ? "host" : "switch");
       j.field("namespace", paths.ns_name(node.name));
       if (node.role == Role::Host) {
         j.field("rank", node.rank).field("address", model->addresses.host_address(t, n).str());
@@ -161,8 +168,8 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
     const Node& node = t.nodes[n];
     bool host = node.role == Role::Host;
     Ipv4 ip = host ? model->addresses.host_address(t, n) : *model->addresses.loopback[n];
-    std::printf("%-12s %-7s %-16s %s\n", node.name.c_str(), host ? "host" : "switch", ip.str().c_str(),
-                paths.ns_name(node.name).c_str());
+    std::printf("%-12s %-7s %-16s %s\n", node.name.c_str(), host ? "host" : "switch",
+                ip.str().c_str(), paths.ns_name(node.name).c_str());
   }
   std::printf("\n%-22s %-5s %-17s %-17s %12s %12s %8s  %s\n", "LINK", "STATE", "A ADDRESS",
               "B ADDRESS", "A>B PKTS", "B>A PKTS", "DROPS", "SHAPE (configured, not enforced)");
@@ -171,11 +178,13 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
     const auto* sa = end_state(link.a.node, link.a.ifname);
     const auto* sb = end_state(link.b.node, link.b.ifname);
     bool up = sa && sb && sa->running && sb->running;
-    uint64_t drops = (sa ? sa->tx_dropped + sa->rx_dropped : 0) + (sb ? sb->tx_dropped + sb->rx_dropped : 0);
+    uint64_t drops =
+        (sa ? sa->tx_dropped + sa->rx_dropped : 0) + (sb ? sb->tx_dropped + sb->rx_dropped : 0);
     std::string name = t.nodes[link.a.node].name + ":" + t.nodes[link.b.node].name;
     std::string shape = shape_text(link.a_to_b);
     if (!(link.a_to_b == link.b_to_a)) shape += " / " + shape_text(link.b_to_a);
-    std::printf("%-22s %-5s %-17s %-17s %12llu %12llu %8llu  %s\n", name.c_str(), up ? "up" : "DOWN",
+    std::printf("%-22s %-5s %-17s %-17s %12llu %12llu %8llu  %s\n", name.c_str(),
+                up ? "up" : "DOWN",
                 (link.a.ifname + " " + model->addresses.links[l].a.str()).c_str(),
                 (link.b.ifname + " " + model->addresses.links[l].b.str()).c_str(),
                 static_cast<unsigned long long>(sa ? sa->tx_packets : 0),
@@ -190,7 +199,8 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector
   if (!require_root("exec")) return kExitNeedsRoot;
   auto colon = target.find(':');
   if (all == (colon != std::string::npos)) {
-    print_error("exec: write LAB:NODE for one node, or LAB --all for every host (got '" + target + "')");
+    print_error("exec: write LAB:NODE for one node, or LAB --all for every host (got '" + target +
+                "')");
     return kExitBadInput;
   }
   LabPaths paths = base;

@@ -11,7 +11,9 @@ std::string Ipv4::str() const {
          std::to_string((v >> 8) & 255) + "." + std::to_string(v & 255);
 }
 
-std::string Prefix::str() const { return addr.str() + "/" + std::to_string(len); }
+std::string Prefix::str() const {
+  return addr.str() + "/" + std::to_string(len);
+}
 
 bool Prefix::contains(Ipv4 ip) const {
   uint32_t mask = len == 0 ? 0 : ~uint32_t{0} << (32 - len);
@@ -35,7 +37,9 @@ std::optional<Ipv4> parse_ipv4(std::string_view s) {
   return Ipv4{v};
 }
 
-Prefix lab_pool(int index) { return Prefix{Ipv4{(10u << 24) | ((64u + index) << 16)}, 16}; }
+Prefix lab_pool(int index) {
+  return Prefix{Ipv4{(10u << 24) | ((64u + index) << 16)}, 16};
+}
 
 namespace {
 
@@ -82,16 +86,16 @@ Result<AddressPlan> plan_addresses(const Topology& t, Prefix pool) {
 
   uint64_t next = 0;
   auto overflow = [&]() {
-    return make_error("address plan: the fabric needs more than the lab's " + pool.str() +
-                      " (" + std::to_string(t.links.size()) + " links, " +
-                      std::to_string(t.nodes.size()) + " nodes)");
+    return make_error("address plan: the fabric needs more than the lab's " + pool.str() + " (" +
+                      std::to_string(t.links.size()) + " links, " + std::to_string(t.nodes.size()) +
+                      " nodes)");
   };
   if (pool.size() < t.nodes.size() + 2) return overflow();
   const uint64_t capacity = pool.size() - t.nodes.size() - 2;  // loopbacks sit at the top
   for (const auto& b : blocks) {
     if (next + b.size > capacity) return overflow();
-    plan.edge_block[b.sw] = Prefix{Ipv4{pool.addr.v + static_cast<uint32_t>(next)},
-                                   prefix_len_for(b.size)};
+    plan.edge_block[b.sw] =
+        Prefix{Ipv4{pool.addr.v + static_cast<uint32_t>(next)}, prefix_len_for(b.size)};
     for (size_t i = 0; i < b.links.size(); ++i) {
       int l = b.links[i];
       Ipv4 sw_ip{pool.addr.v + static_cast<uint32_t>(next + 2 * i)};

@@ -19,15 +19,19 @@ Node make_host(std::string name) {
   return n;
 }
 
-std::string numbered(const char* prefix, int i) { return prefix + std::to_string(i); }
+std::string numbered(const char* prefix, int i) {
+  return prefix + std::to_string(i);
+}
 
 }  // namespace
 
 Topology generate_leaf_spine(const LeafSpineSpec& s) {
   Topology t;
   std::vector<int> spines, leaves;
-  for (int i = 1; i <= s.spines; ++i) spines.push_back(t.add_node(make_switch(numbered("spine", i), 2)));
-  for (int i = 1; i <= s.leaves; ++i) leaves.push_back(t.add_node(make_switch(numbered("leaf", i), 1)));
+  for (int i = 1; i <= s.spines; ++i)
+    spines.push_back(t.add_node(make_switch(numbered("spine", i), 2)));
+  for (int i = 1; i <= s.leaves; ++i)
+    leaves.push_back(t.add_node(make_switch(numbered("leaf", i), 1)));
   int h = 1;
   for (int leaf : leaves)
     for (int j = 0; j < s.hosts_per_leaf; ++j)
@@ -44,7 +48,8 @@ Topology generate_fat_tree(const FatTreeSpec& s) {
   Topology t;
   const int half = s.k / 2;
   std::vector<int> cores;
-  for (int i = 1; i <= half * half; ++i) cores.push_back(t.add_node(make_switch(numbered("core", i), 3)));
+  for (int i = 1; i <= half * half; ++i)
+    cores.push_back(t.add_node(make_switch(numbered("core", i), 3)));
   int h = 1;
   for (int pod = 0; pod < s.k; ++pod) {
     std::vector<int> aggs, edges;
@@ -69,7 +74,8 @@ Topology generate_fat_tree(const FatTreeSpec& s) {
 Topology generate_rail_optimized(const RailOptimizedSpec& s) {
   Topology t;
   std::vector<int> spines, leaves;
-  for (int i = 1; i <= s.spines; ++i) spines.push_back(t.add_node(make_switch(numbered("spine", i), 2)));
+  for (int i = 1; i <= s.spines; ++i)
+    spines.push_back(t.add_node(make_switch(numbered("spine", i), 2)));
   for (int i = 1; i <= s.gpus_per_node; ++i)
     leaves.push_back(t.add_node(make_switch(numbered("leaf", i), 1)));
   for (int x = 1; x <= s.nodes; ++x) {

@@ -54,7 +54,8 @@ Result<std::vector<std::vector<Route>>> plan_routes(const Topology& t, const Add
     int primary = ports.front();
     int primary_peer = t.links[primary].peer(h).node;
     if (t.nodes[primary_peer].role == Role::Switch)
-      routes[h].push_back({Prefix{Ipv4{0}, 0}, {{plan.address_of(t, primary, primary_peer), primary}}});
+      routes[h].push_back(
+          {Prefix{Ipv4{0}, 0}, {{plan.address_of(t, primary, primary_peer), primary}}});
     // Secondary NICs: reach the other hosts on that switch directly, and let the switch reach
     // this host's primary address through this port.
     for (size_t i = 1; i < ports.size(); ++i) {

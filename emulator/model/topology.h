@@ -12,11 +12,11 @@ namespace fabemu {
 struct Node {
   std::string name;
   Role role = Role::Host;
-  int tier = 0;         // 0 host, 1 leaf/edge/scale-up, 2 spine/agg, 3 core
-  int rank = -1;        // hosts: 0..N-1 in name order of generation; switches: -1
-  int local_rank = 0;   // hosts: index inside its machine (rail-optimized GPU index)
-  int local_size = 1;   // hosts: ranks per machine
-  HostLimits limits;    // hosts: cgroup limits (scenario defaults + overrides)
+  int tier = 0;        // 0 host, 1 leaf/edge/scale-up, 2 spine/agg, 3 core
+  int rank = -1;       // hosts: 0..N-1 in name order of generation; switches: -1
+  int local_rank = 0;  // hosts: index inside its machine (rail-optimized GPU index)
+  int local_size = 1;  // hosts: ranks per machine
+  HostLimits limits;   // hosts: cgroup limits (scenario defaults + overrides)
 };
 
 // One end of a link, as seen from the node that owns the port.

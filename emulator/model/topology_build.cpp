@@ -8,7 +8,9 @@
 namespace fabemu {
 namespace {
 
-Error at(const SourceLoc& loc, const std::string& msg) { return make_error(loc.str() + ": " + msg); }
+Error at(const SourceLoc& loc, const std::string& msg) {
+  return make_error(loc.str() + ": " + msg);
+}
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;

@@ -18,13 +18,17 @@ struct LabPaths {
   std::string run_dir() const { return run_root + "/" + lab; }
   std::string journal() const { return run_dir() + "/journal"; }
   std::string scenario_copy() const { return run_dir() + "/scenario.yaml"; }
-  std::string ns_name(const std::string& node) const { return std::string(kPrefix) + "-" + lab + "-" + node; }
+  std::string ns_name(const std::string& node) const {
+    return std::string(kPrefix) + "-" + lab + "-" + node;
+  }
   std::string netns_path(const std::string& node) const { return netns_dir + "/" + ns_name(node); }
   std::string uts_dir() const { return run_dir() + "/uts"; }
   std::string uts_path(const std::string& node) const { return uts_dir() + "/" + node; }
   // One /etc overlay (hosts) for the whole lab; /etc/netns/NS links to it for `ip netns exec`.
   std::string etc_dir() const { return run_dir() + "/etc"; }
-  std::string etc_link(const std::string& node) const { return etc_netns_dir + "/" + ns_name(node); }
+  std::string etc_link(const std::string& node) const {
+    return etc_netns_dir + "/" + ns_name(node);
+  }
   std::string tmp_dir() const { return run_dir() + "/tmp"; }
   std::string host_tmp(const std::string& node) const { return tmp_dir() + "/" + node; }
 };

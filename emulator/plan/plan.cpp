@@ -61,8 +61,8 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
     plan.journal.push_back({K::Path, paths.etc_link(n.name)});
     plan.journal.push_back({K::Netns, paths.netns_path(n.name)});
     if (host) plan.journal.push_back({K::Uts, paths.uts_path(n.name)});
-    plan.actions.push_back(CreateNamespace{ns, paths.netns_path(n.name),
-                                           host ? paths.uts_path(n.name) : "", n.name});
+    plan.actions.push_back(
+        CreateNamespace{ns, paths.netns_path(n.name), host ? paths.uts_path(n.name) : "", n.name});
     add_sysctls(plan, ns, n, m.scenario.fabric);
     plan.actions.push_back(SetLinkUp{ns, "lo"});
     ++plan.namespaces;
@@ -82,8 +82,8 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
     for (int l : t.links_of(node))
       if (t.links[l].b.node == node) plan.actions.push_back(SetLinkUp{ns, t.links[l].b.ifname});
     for (int l : t.links_of(node))
-      plan.actions.push_back(
-          AddAddress{ns, t.links[l].end(node).ifname, Prefix{m.addresses.address_of(t, l, node), 31}});
+      plan.actions.push_back(AddAddress{ns, t.links[l].end(node).ifname,
+                                        Prefix{m.addresses.address_of(t, l, node), 31}});
     if (m.addresses.loopback[id])
       plan.actions.push_back(AddAddress{ns, "lo", Prefix{*m.addresses.loopback[id], 32}});
     for (const Route& r : m.routes[id]) {
@@ -97,7 +97,8 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
 
   // The lab's /etc/hosts (entered by `fabemu exec`, and by `ip netns exec` through
   // /etc/netns/NS), and a /tmp per host.
-  plan.actions.push_back(WriteFile{paths.etc_dir() + "/hosts", hosts_file(t, m.addresses, paths.lab)});
+  plan.actions.push_back(
+      WriteFile{paths.etc_dir() + "/hosts", hosts_file(t, m.addresses, paths.lab)});
   plan.actions.push_back(MakeDir{paths.etc_netns_dir});
   for (const Node& n : t.nodes) {
     plan.actions.push_back(MakeSymlink{paths.etc_dir(), paths.etc_link(n.name)});
@@ -123,12 +124,15 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
 std::string describe(const Action& action) {
   struct {
     std::string operator()(const CreateNamespace& a) const {
-      return "create namespace " + a.ns + (a.uts_path.empty() ? "" : " (hostname " + a.hostname + ")");
+      return "create namespace " + a.ns +
+             (a.uts_path.empty() ? "" : " (hostname " + a.hostname + ")");
     }
     std::string operator()(const SetSysctl& a) const {
       return "sysctl " + a.key + "=" + a.value + " in " + a.ns;
     }
-    std::string operator()(const SetLinkUp& a) const { return "set " + a.ifname + " up in " + a.ns; }
+    std::string operator()(const SetLinkUp& a) const {
+      return "set " + a.ifname + " up in " + a.ns;
+    }
     std::string operator()(const CreateVeth& a) const {
       return "create veth " + a.ns_a + "/" + a.if_a + " <-> " + a.ns_b + "/" + a.if_b;
     }
@@ -142,7 +146,9 @@ std::string describe(const Action& action) {
     }
     std::string operator()(const WriteFile& a) const { return "write " + a.path; }
     std::string operator()(const MakeDir& a) const { return "mkdir " + a.path; }
-    std::string operator()(const MakeSymlink& a) const { return "symlink " + a.path + " -> " + a.target; }
+    std::string operator()(const MakeSymlink& a) const {
+      return "symlink " + a.path + " -> " + a.target;
+    }
     std::string operator()(const CreateCgroup& a) const { return "create cgroup " + a.path; }
   } visitor;
   return std::visit(visitor, action);

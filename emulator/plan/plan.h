@@ -16,9 +16,9 @@ namespace fabemu {
 // A named network namespace (/run/netns/NAME); hosts also get a UTS namespace whose
 // hostname is the node name, pinned at uts_path.
 struct CreateNamespace {
-  std::string ns;       // namespace name
-  std::string path;     // /run/netns/NAME
-  std::string uts_path; // empty for switches
+  std::string ns;        // namespace name
+  std::string path;      // /run/netns/NAME
+  std::string uts_path;  // empty for switches
   std::string hostname;
 };
 
@@ -77,8 +77,8 @@ struct CreateCgroup {
   HostLimits limits;
 };
 
-using Action = std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, AddAddress,
-                            AddRoute, WriteFile, MakeDir, MakeSymlink, CreateCgroup>;
+using Action = std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, AddAddress, AddRoute,
+                            WriteFile, MakeDir, MakeSymlink, CreateCgroup>;
 
 std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 

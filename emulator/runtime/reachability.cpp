@@ -78,8 +78,7 @@ Result<void> ping_from(const std::string& ns_path, const std::vector<Ipv4>& dsts
       size_t i = ntohs(icmp->un.echo.sequence);
       if (i >= dsts.size() || results[i].answered || ntohl(ip->saddr) != dsts[i].v) continue;
       results[i].answered = true;
-      results[i].rtt_us =
-          std::chrono::duration<double, std::micro>(Clock::now() - sent[i]).count();
+      results[i].rtt_us = std::chrono::duration<double, std::micro>(Clock::now() - sent[i]).count();
       --missing;
     }
   }

@@ -35,7 +35,9 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
 }
 
 volatile sig_atomic_t g_signal = 0;
-void remember_signal(int sig) { g_signal = sig; }
+void remember_signal(int sig) {
+  g_signal = sig;
+}
 
 int exit_status(int wstatus) {
   if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
@@ -119,13 +121,16 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
     children.push_back(Child{pid, std::move(rd), "", t});
   }
 
-  struct sigaction sa {}, old_int{}, old_term{};
+  struct sigaction sa {
+  }, old_int{}, old_term{};
   sa.sa_handler = remember_signal;
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   int forwarded = 0;
 
-  auto emit = [](const std::string& text) { (void)!::write(STDOUT_FILENO, text.data(), text.size()); };
+  auto emit = [](const std::string& text) {
+    (void)!::write(STDOUT_FILENO, text.data(), text.size());
+  };
   size_t open = children.size();
   std::vector<pollfd> pfds;
   while (open > 0) {

@@ -78,16 +78,20 @@ class [[nodiscard]] Result<void> {
   bool ok_ = true;
 };
 
-inline Result<void> ok() { return {}; }
+inline Result<void> ok() {
+  return {};
+}
 
 // The errno inside an error, 0 when it has none.
-inline int errno_of(const Error& e) { return e.code ? e.code.value() : 0; }
+inline int errno_of(const Error& e) {
+  return e.code ? e.code.value() : 0;
+}
 
 }  // namespace fabemu
 
 // Propagates an error from an expression returning Result<...>.
-#define FABEMU_TRY(expr)                           \
-  do {                                             \
-    auto fabemu_try_r_ = (expr);                   \
+#define FABEMU_TRY(expr)                              \
+  do {                                                \
+    auto fabemu_try_r_ = (expr);                      \
     if (!fabemu_try_r_) return fabemu_try_r_.error(); \
   } while (0)

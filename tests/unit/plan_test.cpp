@@ -25,7 +25,8 @@ const char* kLeafSpine =
     "name: ls\ntopology: {kind: leaf-spine, leaves: 4, spines: 3, hosts_per_leaf: 2}\n";
 const char* kFatTree4 = "name: ft\ntopology: {kind: fat-tree, k: 4}\n";
 const char* kFatTree6 = "name: ft6\ntopology: {kind: fat-tree, k: 6}\n";
-const char* kRail = "name: rail\ntopology: {kind: rail-optimized, nodes: 3, gpus_per_node: 4, spines: 2}\n";
+const char* kRail =
+    "name: rail\ntopology: {kind: rail-optimized, nodes: 3, gpus_per_node: 4, spines: 2}\n";
 const char* kExplicit = R"(name: ring
 topology:
   kind: explicit
@@ -107,8 +108,9 @@ TEST(Plan, FatTreeEdgeHasHalfKUplinksToOtherPodsAndCoreHasOnePath) {
 }
 
 TEST(Plan, SwitchesForwardWithTheScenarioHashPolicyAndHostsDoNot) {
-  auto a = apply_fake("name: t\ntopology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 1}\n"
-                      "fabric: {ecmp_hash: l3}\n");
+  auto a = apply_fake(
+      "name: t\ntopology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 1}\n"
+      "fabric: {ecmp_hash: l3}\n");
   ASSERT_TRUE(a);
   const auto& leaf = a->fake.namespaces.at(a->paths.ns_name("leaf1")).sysctls;
   EXPECT_EQ(leaf.at("net/ipv4/ip_forward"), "1");
@@ -123,10 +125,12 @@ TEST(Plan, RailGpusOfOneNodeTalkOverScaleUp) {
   auto a = apply_fake(kRail);
   ASSERT_TRUE(a);
   const Topology& t = a->model.topo;
-  auto path = a->fake.trace(a->paths.ns_name("n1-g1"), a->model.addresses.host_address(t, t.find("n1-g3")));
+  auto path =
+      a->fake.trace(a->paths.ns_name("n1-g1"), a->model.addresses.host_address(t, t.find("n1-g3")));
   ASSERT_EQ(path.size(), 3u);
   EXPECT_EQ(path[1], a->paths.ns_name("n1-su"));
-  auto far = a->fake.trace(a->paths.ns_name("n1-g1"), a->model.addresses.host_address(t, t.find("n2-g3")));
+  auto far =
+      a->fake.trace(a->paths.ns_name("n1-g1"), a->model.addresses.host_address(t, t.find("n2-g3")));
   ASSERT_EQ(far.size(), 5u);  // rail leaf, spine, rail leaf, host
   EXPECT_EQ(far[1], a->paths.ns_name("leaf1"));
 }
@@ -200,10 +204,13 @@ TEST_F(LabLifecycle, AFailureHalfwayRollsBackEverything) {
 }
 
 TEST(Journal, RoundTripsAndToleratesATornLastLine) {
-  JournalFile j{"demo", 3, "s.yaml", {{JournalEntry::Kind::Path, "/run/fabemu/demo"},
-                                       {JournalEntry::Kind::Netns, "/run/netns/fabemu-demo-h1"},
-                                       {JournalEntry::Kind::Uts, "/run/fabemu/demo/uts/h1"},
-                                       {JournalEntry::Kind::Cgroup, "fabemu/demo/h1"}},
+  JournalFile j{"demo",
+                3,
+                "s.yaml",
+                {{JournalEntry::Kind::Path, "/run/fabemu/demo"},
+                 {JournalEntry::Kind::Netns, "/run/netns/fabemu-demo-h1"},
+                 {JournalEntry::Kind::Uts, "/run/fabemu/demo/uts/h1"},
+                 {JournalEntry::Kind::Cgroup, "fabemu/demo/h1"}},
                 false};
   auto back = parse_journal(format_journal(j), "j");
   ASSERT_TRUE(back.ok());
