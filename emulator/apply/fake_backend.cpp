@@ -152,6 +152,13 @@ Result<void> FakeBackend::remove(const JournalEntry& e) {
   return ok();
 }
 
+const AddRoute* FakeBackend::route_for(const std::string& ns, Ipv4 dst) const {
+  const AddRoute* best = nullptr;
+  for (const auto& r : namespaces.at(ns).routes)
+    if (r.dst.contains(dst) && (!best || r.dst.len > best->dst.len)) best = &r;
+  return best;
+}
+
 std::vector<std::string> FakeBackend::trace(const std::string& start, Ipv4 dst, int max_hops,
                                             size_t ecmp_choice) const {
   std::vector<std::string> path{start};

@@ -47,6 +47,9 @@ class FakeBackend : public Backend {
   // Where a packet from `ns` to `dst` leaves: follows connected and static routes the way
   // the kernel's FIB would (longest prefix), across veths, up to `max_hops` namespaces.
   // Returns the namespaces visited, ending with the one that owns dst; empty when unroutable.
+  // The static route the FIB of `ns` would pick for dst (longest prefix), or nullptr.
+  const AddRoute* route_for(const std::string& ns, Ipv4 dst) const;
+
   std::vector<std::string> trace(const std::string& ns, Ipv4 dst, int max_hops = 16,
                                  size_t ecmp_choice = 0) const;
 

@@ -54,19 +54,24 @@ Result<void> KernelBackend::finish() {
 }
 
 Result<void> KernelBackend::enter(const std::string& ns) {
-  if (ns == cur_ns_ && cur_sock_) return ok();
-  if (ns != cur_ns_) {
-    auto fd = ns_fd(ns);
-    if (!fd) return fd.error();
-    FABEMU_TRY(enter_namespace(*fd, CLONE_NEWNET, ns));
-    cur_ns_ = ns;
-    cur_ifindex_.clear();
-  }
+  if (ns == cur_ns_) return ok();
+  auto fd = ns_fd(ns);
+  if (!fd) return fd.error();
+  FABEMU_TRY(enter_namespace(*fd, CLONE_NEWNET, ns));
+  cur_ns_ = ns;
   cur_sock_.reset();
-  auto sock = RtnlSocket::open();
-  if (!sock) return sock.error().context("in namespace " + ns);
-  cur_sock_.emplace(std::move(*sock));
+  cur_ifindex_.clear();
   return ok();
+}
+
+Result<RtnlSocket*> KernelBackend::socket_in(const std::string& ns) {
+  FABEMU_TRY(enter(ns));
+  if (!cur_sock_) {
+    auto sock = RtnlSocket::open();
+    if (!sock) return sock.error().context("in namespace " + ns);
+    cur_sock_.emplace(std::move(*sock));
+  }
+  return &*cur_sock_;
 }
 
 Result<int> KernelBackend::ns_fd(const std::string& ns) {
@@ -99,12 +104,26 @@ Result<void> KernelBackend::create_namespace(const CreateNamespace& a) {
   cur_ifindex_.clear();
   if (!fd) return fd.error();
   ns_fds_[a.ns] = std::move(*fd);
+  fresh_.insert(a.ns);
   return ok();
 }
 
 Result<void> KernelBackend::set_sysctl(const SetSysctl& a) {
   FABEMU_TRY(enter(a.ns));  // /proc/sys/net shows the namespace of the thread that opens it
-  auto r = fabemu::write_file("/proc/sys/" + a.key, a.value);
+  const std::string path = "/proc/sys/" + a.key;
+  // Every new namespace starts from the same values: read a key in the first one, and skip
+  // writes that would not change it in the others (half of a big lab's sysctl work).
+  if (fresh_.count(a.ns)) {
+    auto known = fresh_values_.find(a.key);
+    if (known == fresh_values_.end()) {
+      auto now = read_file(path);
+      std::string v = now ? *now : "";
+      while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+      known = fresh_values_.emplace(a.key, now ? v : "?").first;
+    }
+    if (known->second == a.value) return ok();
+  }
+  auto r = fabemu::write_file(path, a.value);
   if (!r && a.optional && errno_of(r.error()) == ENOENT) return ok();
   if (!r) return r.error().context("sysctl in " + a.ns);
   return ok();
@@ -113,7 +132,9 @@ Result<void> KernelBackend::set_sysctl(const SetSysctl& a) {
 Result<void> KernelBackend::set_link_up(const SetLinkUp& a) {
   auto idx = ifindex(a.ns, a.ifname);
   if (!idx) return idx.error();
-  return cur_sock_->set_up(*idx, a.ifname + " in " + a.ns);
+  auto sock = socket_in(a.ns);
+  if (!sock) return sock.error();
+  return (*sock)->set_up(*idx, a.ifname + " in " + a.ns);
 }
 
 Result<void> KernelBackend::create_veth(const CreateVeth& a) {
@@ -129,7 +150,9 @@ Result<void> KernelBackend::create_veth(const CreateVeth& a) {
 Result<void> KernelBackend::add_address(const AddAddress& a) {
   auto idx = ifindex(a.ns, a.ifname);
   if (!idx) return idx.error();
-  return cur_sock_->add_address(*idx, a.addr, a.ifname + " in " + a.ns);
+  auto sock = socket_in(a.ns);
+  if (!sock) return sock.error();
+  return (*sock)->add_address(*idx, a.addr, a.ifname + " in " + a.ns);
 }
 
 Result<void> KernelBackend::add_route(const AddRoute& a) {
@@ -139,8 +162,9 @@ Result<void> KernelBackend::add_route(const AddRoute& a) {
     if (!idx) return idx.error();
     hops.push_back({h.gateway, *idx});
   }
-  FABEMU_TRY(enter(a.ns));
-  return cur_sock_->add_route(a.dst, hops, a.dst.str() + " in " + a.ns);
+  auto sock = socket_in(a.ns);
+  if (!sock) return sock.error();
+  return (*sock)->add_route(a.dst, hops, a.dst.str() + " in " + a.ns);
 }
 
 Result<void> KernelBackend::make_dir(const MakeDir& a) {

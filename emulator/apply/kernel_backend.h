@@ -3,6 +3,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "apply/backend.h"
@@ -37,7 +38,8 @@ class KernelBackend : public Backend {
 
  private:
   KernelBackend() = default;
-  Result<void> enter(const std::string& ns);  // join ns and open its rtnl socket if needed
+  Result<void> enter(const std::string& ns);             // join ns (this thread)
+  Result<RtnlSocket*> socket_in(const std::string& ns);  // join ns, open its rtnl socket
   Result<int> ifindex(const std::string& ns, const std::string& ifname);
   Result<int> ns_fd(const std::string& ns);
 
@@ -50,6 +52,8 @@ class KernelBackend : public Backend {
   std::map<std::string, int> cur_ifindex_;
   std::map<std::string, UniqueFd> ns_fds_;
   std::optional<CgroupLayout> cgroups_;
+  std::set<std::string> fresh_;                      // made here, no sysctl written yet
+  std::map<std::string, std::string> fresh_values_;  // sysctl values of a new namespace
 };
 
 }  // namespace fabemu

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "doctor/probe.h"
+#include "util/json.h"
 
 namespace fabemu {
 
@@ -15,40 +16,6 @@ std::string table_status(ProbeStatus s) {
 
 std::string pad(const std::string& s, size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
-}
-
-// A JSON string literal: quotes, backslashes and control characters escaped; other bytes,
-// including UTF-8 sequences, pass through as they are.
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -79,16 +46,17 @@ std::string format_doctor_table(const KernelInfo& kernel, const std::vector<Feat
 }
 
 std::string doctor_json(const KernelInfo& kernel, const std::vector<FeatureProbe>& probes) {
-  std::string out = "{\"kernel\":{\"release\":" + json_string(kernel.release) +
-                    ",\"root\":" + (kernel.root ? "true" : "false") + "},\"features\":[";
-  for (size_t i = 0; i < probes.size(); ++i) {
-    const FeatureProbe& p = probes[i];
-    if (i) out += ",";
-    out += "{\"id\":" + json_string(p.id) + ",\"name\":" + json_string(p.name) +
-           ",\"status\":" + json_string(std::string(to_string(p.status))) +
-           ",\"detail\":" + json_string(p.detail) + ",\"cost\":" + json_string(p.cost) + "}";
+  JsonWriter j;
+  j.begin_object().key("kernel").begin_object();
+  j.field("release", kernel.release).field("root", kernel.root).end_object();
+  j.key("features").begin_array();
+  for (const FeatureProbe& p : probes) {
+    j.begin_object().field("id", p.id).field("name", p.name);
+    j.field("status", to_string(p.status)).field("detail", p.detail).field("cost", p.cost);
+    j.end_object();
   }
-  return out + "]}";
+  j.end_array().end_object();
+  return j.str();
 }
 
 }  // namespace fabemu

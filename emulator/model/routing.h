@@ -12,6 +12,7 @@ struct Nexthop {
   Ipv4 gateway;
   int link = -1;  // the port (link) it leaves through
   bool operator==(const Nexthop&) const = default;
+  auto operator<=>(const Nexthop&) const = default;
 };
 
 struct Route {

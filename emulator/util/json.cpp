@@ -26,7 +26,7 @@ std::string json_string(std::string_view s) {
         out += "\\r";
         break;
       default:
-        if (c < 0x20) {
+        if (c < 0x20 || c == 0x7f) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;
