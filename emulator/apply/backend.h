@@ -25,10 +25,9 @@ class Backend {
   // Completes any batched work and returns the calling thread to its own namespaces.
   virtual Result<void> finish() = 0;
 
-  // The lab's run directory tree (journal, pins) lives under run_root: make it a tmpfs when
-  // that pays, and give it back once no lab is left. Called with the RunLock held.
-  virtual Result<void> prepare_run_root(const std::string& run_root) = 0;
-  virtual Result<void> release_run_root(const std::string& run_root) = 0;
+  // Makes the (new, empty) run dir of a lab a tmpfs of its own, before the journal goes in.
+  // remove(Mount) detaches it with everything inside, pins included, in one go.
+  virtual Result<void> mount_run_dir(const std::string& dir) = 0;
 
   // Teardown, driven by the journal: stop every process inside the lab's namespaces, then
   // remove one entry. Both succeed when the object is already gone.

@@ -19,13 +19,15 @@ Result<FakeBackend::Ns*> FakeBackend::find_ns(const std::string& name) {
 
 Result<void> FakeBackend::create_namespace(const CreateNamespace& a) {
   FABEMU_TRY(step(describe(a)));
-  if (namespaces.count(a.ns) || mounts.count(a.path))
+  if (namespaces.count(a.ns) || mounts.count(a.pin) || files.count(a.link))
     return make_error("namespace " + a.ns, EEXIST);
   Ns ns;
   ns.ifaces["lo"] = Iface{};
   ns.hostname = a.uts_path.empty() ? "" : a.hostname;
   namespaces[a.ns] = std::move(ns);
-  mounts.insert(a.path);
+  mounts.insert(a.pin);
+  files.insert(a.link);
+  pins[a.pin] = a.ns;
   if (!a.uts_path.empty()) mounts.insert(a.uts_path);
   return ok();
 }
@@ -122,28 +124,46 @@ Result<void> FakeBackend::create_cgroup(const CreateCgroup& a) {
   return ok();
 }
 
+Result<void> FakeBackend::mount_run_dir(const std::string& dir) {
+  calls.push_back("mount " + dir);
+  mounts.insert(dir);
+  return ok();
+}
+
+void FakeBackend::unpin(const std::string& pin) {
+  mounts.erase(pin);
+  auto p = pins.find(pin);
+  if (p == pins.end()) return;
+  auto it = namespaces.find(p->second);
+  pins.erase(p);
+  if (it == namespaces.end()) return;
+  // Deleting a namespace deletes its veths, and with them their peers.
+  for (auto& [name, iface] : it->second.ifaces)
+    if (!iface.peer_ns.empty() && namespaces.count(iface.peer_ns))
+      namespaces[iface.peer_ns].ifaces.erase(iface.peer_if);
+  namespaces.erase(it);
+}
+
 Result<void> FakeBackend::remove(const JournalEntry& e) {
   calls.push_back("remove " + e.path);
+  auto under = [&](const std::string& p) { return p.rfind(e.path + "/", 0) == 0 || p == e.path; };
   switch (e.kind) {
+    case JournalEntry::Kind::Mount: {
+      // Detaching the run dir takes every pin inside it along.
+      std::vector<std::string> inside;
+      for (const auto& m : mounts)
+        if (under(m)) inside.push_back(m);
+      for (const auto& m : inside) unpin(m);
+      break;
+    }
     case JournalEntry::Kind::Netns:
-      for (auto it = namespaces.begin(); it != namespaces.end(); ++it)
-        if (e.path.size() >= it->first.size() &&
-            e.path.compare(e.path.size() - it->first.size(), it->first.size(), it->first) == 0) {
-          // Deleting a namespace deletes its veths, and with them their peers.
-          for (auto& [name, iface] : it->second.ifaces)
-            if (!iface.peer_ns.empty() && namespaces.count(iface.peer_ns))
-              namespaces[iface.peer_ns].ifaces.erase(iface.peer_if);
-          namespaces.erase(it);
-          break;
-        }
-      mounts.erase(e.path);
+      unpin(e.path);
       break;
     case JournalEntry::Kind::Uts:
       mounts.erase(e.path);
       break;
     case JournalEntry::Kind::Path:
-      for (auto* set : {&dirs, &files})
-        std::erase_if(*set, [&](const std::string& p) { return p.rfind(e.path, 0) == 0; });
+      for (auto* set : {&dirs, &files}) std::erase_if(*set, under);
       break;
     case JournalEntry::Kind::Cgroup:
       cgroups.erase(e.path);

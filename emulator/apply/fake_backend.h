@@ -25,8 +25,9 @@ class FakeBackend : public Backend {
 
   std::map<std::string, Ns> namespaces;  // by namespace name
   std::set<std::string> files, dirs, cgroups, mounts;
-  std::vector<std::string> calls;  // describe() of every call, in order
-  int fail_at = -1;                // make the Nth call (0-based) fail, to test rollback
+  std::map<std::string, std::string> pins;  // netns pin path -> namespace name
+  std::vector<std::string> calls;           // describe() of every call, in order
+  int fail_at = -1;                         // make the Nth call (0-based) fail, to test rollback
 
   Result<void> create_namespace(const CreateNamespace& a) override;
   Result<void> set_sysctl(const SetSysctl& a) override;
@@ -39,8 +40,7 @@ class FakeBackend : public Backend {
   Result<void> write_file(const WriteFile& a) override;
   Result<void> create_cgroup(const CreateCgroup& a) override;
   Result<void> finish() override { return ok(); }
-  Result<void> prepare_run_root(const std::string&) override { return ok(); }
-  Result<void> release_run_root(const std::string&) override { return ok(); }
+  Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>&) override { return ok(); }
   Result<void> remove(const JournalEntry& e) override;
 
@@ -55,6 +55,7 @@ class FakeBackend : public Backend {
 
  private:
   Result<void> step(const std::string& what);
+  void unpin(const std::string& pin);
   Result<Ns*> find_ns(const std::string& name);
   int count_ = 0;
 };

@@ -16,6 +16,8 @@ namespace {
 
 const char* kind_name(JournalEntry::Kind k) {
   switch (k) {
+    case JournalEntry::Kind::Mount:
+      return "mount";
     case JournalEntry::Kind::Path:
       return "path";
     case JournalEntry::Kind::Netns:
@@ -59,6 +61,8 @@ Result<JournalFile> parse_journal(const std::string& text, const std::string& pa
       j.scenario_file = val;
     else if (key == "complete")
       j.complete = true;
+    else if (key == "mount")
+      j.entries.push_back({JournalEntry::Kind::Mount, val});
     else if (key == "path")
       j.entries.push_back({JournalEntry::Kind::Path, val});
     else if (key == "netns")

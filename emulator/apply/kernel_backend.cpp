@@ -93,18 +93,16 @@ Result<int> KernelBackend::ifindex(const std::string& ns, const std::string& ifn
 }
 
 Result<void> KernelBackend::create_namespace(const CreateNamespace& a) {
-  if (!netns_dir_ready_) {
-    FABEMU_TRY(prepare_netns_dir(netns_dir_));
-    netns_dir_ready_ = true;
-  }
   cur_sock_.reset();
-  auto fd = create_pinned_namespace(a.path, a.uts_path, a.hostname);
+  auto fd = create_pinned_namespace(a.pin, a.uts_path, a.hostname);
   // unshare may have moved us even when pinning failed.
   cur_ns_ = a.ns;
   cur_ifindex_.clear();
   if (!fd) return fd.error();
   ns_fds_[a.ns] = std::move(*fd);
   fresh_.insert(a.ns);
+  if (::symlink(a.pin.c_str(), a.link.c_str()) != 0)
+    return errno_error("linking " + a.link + " to " + a.pin);
   return ok();
 }
 
@@ -186,12 +184,8 @@ Result<void> KernelBackend::create_cgroup(const CreateCgroup& a) {
   return fabemu::create_cgroup(*cgroups_, a.path, a.limits);
 }
 
-Result<void> KernelBackend::prepare_run_root(const std::string& run_root) {
-  return fabemu::prepare_run_root(run_root);
-}
-
-Result<void> KernelBackend::release_run_root(const std::string& run_root) {
-  return fabemu::release_run_root(run_root);
+Result<void> KernelBackend::mount_run_dir(const std::string& dir) {
+  return mount_tmpfs(dir, "fabemu");
 }
 
 Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& journal) {
@@ -204,6 +198,8 @@ Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& jour
 
 Result<void> KernelBackend::remove(const JournalEntry& e) {
   switch (e.kind) {
+    case JournalEntry::Kind::Mount:
+      return unmount_tree(e.path);
     case JournalEntry::Kind::Netns:
     case JournalEntry::Kind::Uts:
       return unpin_namespace(e.path);

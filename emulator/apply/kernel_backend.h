@@ -31,8 +31,7 @@ class KernelBackend : public Backend {
   Result<void> write_file(const WriteFile& a) override;
   Result<void> create_cgroup(const CreateCgroup& a) override;
   Result<void> finish() override;
-  Result<void> prepare_run_root(const std::string& run_root) override;
-  Result<void> release_run_root(const std::string& run_root) override;
+  Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>& journal) override;
   Result<void> remove(const JournalEntry& e) override;
 
@@ -44,7 +43,6 @@ class KernelBackend : public Backend {
   Result<int> ns_fd(const std::string& ns);
 
   std::string netns_dir_;
-  bool netns_dir_ready_ = false;
   UniqueFd home_net_, home_uts_;
   std::optional<RtnlSocket> home_sock_;  // in the caller's namespace: creates the veths
   std::string cur_ns_;                   // "" = home

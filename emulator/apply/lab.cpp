@@ -41,9 +41,10 @@ const char* phase_of(const Action& a) {
   return nullptr;
 }
 
-// The run dir is the lab layer's own bookkeeping (journal, scenario copy); what the backend
-// made inside it (namespace pins) is gone by now.
-Result<void> remove_run_dir(const LabPaths& paths) {
+// Detaches the run dir's tmpfs (and every pin in it: the lab's namespaces go with them), then
+// removes the directory.
+Result<void> remove_run_dir(const LabPaths& paths, Backend& backend) {
+  FABEMU_TRY(backend.remove(JournalEntry{JournalEntry::Kind::Mount, paths.run_dir()}));
   std::error_code ec;
   std::filesystem::remove_all(paths.run_dir(), ec);
   if (ec) return make_error("removing " + paths.run_dir(), ec.value());
@@ -58,7 +59,6 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
   {
     auto lock = RunLock::take(paths.run_root);
     if (!lock) return lock.error();
-    FABEMU_TRY(backend.prepare_run_root(paths.run_root));
     if (path_exists(paths.run_dir()))
       return make_error("lab '" + paths.lab + "' already exists (" + paths.run_dir() +
                         "); `fabemu down " + paths.lab + "` first, or pick another --lab");
@@ -71,9 +71,10 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
 
     FABEMU_TRY(make_dirs(paths.run_dir(), 0755));
     JournalFile j{paths.lab, *pool, options.scenario_file, out.plan.journal, false};
-    auto written = write_journal(paths.journal(), j);
+    auto written = backend.mount_run_dir(paths.run_dir());
+    if (written) written = write_journal(paths.journal(), j);
     if (!written) {
-      ::rmdir(paths.run_dir().c_str());
+      (void)remove_run_dir(paths, backend);
       return written.error();
     }
   }
@@ -123,23 +124,20 @@ Result<void> lab_down(const LabPaths& paths, Backend& backend) {
   auto j = read_journal(paths.journal());
   if (!j) {
     if (errno_of(j.error()) != ENOENT) return j.error();
-    // No journal: nothing was created but (perhaps) the run dir itself.
-    return remove_run_dir(paths);
+    // No journal: nothing was created but (perhaps) the run dir and its tmpfs.
+    return remove_run_dir(paths, backend);
   }
   FABEMU_TRY(backend.kill_processes(j->entries));
-  // The run dir holds the journal: it goes last, and only when all else went, so that a
-  // failed `down` can be retried.
-  const JournalEntry run_dir{JournalEntry::Kind::Path, paths.run_dir()};
+  // The run dir holds the journal and the pins: it goes last, in one unmount, and only when
+  // all else went, so that a failed `down` can be retried.
+  const std::string inside = paths.run_dir() + "/";
   std::optional<Error> first;
   for (auto it = j->entries.rbegin(); it != j->entries.rend(); ++it) {
-    if (*it == run_dir) continue;
+    if (it->kind == JournalEntry::Kind::Mount || it->path.rfind(inside, 0) == 0) continue;
     if (auto r = backend.remove(*it); !r && !first) first = r.error();
   }
   if (first) return first->context("taking down lab " + paths.lab);
-  FABEMU_TRY(remove_run_dir(paths));
-  auto lock = RunLock::take(paths.run_root);
-  if (!lock) return lock.error();
-  return backend.release_run_root(paths.run_root);
+  return remove_run_dir(paths, backend);
 }
 
 Result<LabModel> lab_model(const LabPaths& paths, JournalFile* journal_out) {

@@ -10,18 +10,6 @@
 
 namespace fabemu {
 
-Result<void> prepare_netns_dir(const std::string& dir) {
-  FABEMU_TRY(make_dirs(dir, 0755));
-  if (::mount("", dir.c_str(), "none", MS_SHARED | MS_REC, nullptr) == 0) return ok();
-  if (errno != EINVAL) return errno_error("making " + dir + " a shared mount");
-  // Not a mount point yet: bind it onto itself first.
-  if (::mount(dir.c_str(), dir.c_str(), "none", MS_BIND | MS_REC, nullptr) != 0)
-    return errno_error("bind-mounting " + dir + " onto itself");
-  if (::mount("", dir.c_str(), "none", MS_SHARED | MS_REC, nullptr) != 0)
-    return errno_error("making " + dir + " a shared mount");
-  return ok();
-}
-
 namespace {
 
 Result<void> pin(const char* proc_path, const std::string& target) {

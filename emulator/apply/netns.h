@@ -8,10 +8,6 @@
 
 namespace fabemu {
 
-// Makes `dir` exist and be a shared mount point, as iproute2 does for /run/netns, so that
-// namespaces pinned in it show up in (and vanish from) other mount namespaces too.
-Result<void> prepare_netns_dir(const std::string& dir);
-
 // Moves the calling thread into a new network namespace (and a new UTS namespace with
 // `hostname` when uts_path is non-empty) and pins them by bind mounts at the given paths.
 // Returns an fd of the new network namespace. The thread stays in the new namespaces.

@@ -1,4 +1,4 @@
-// fabemu's run directory: journals, namespace pins and per-host files, kept on a tmpfs.
+// The run root's lock, and the tmpfs each lab's run dir lives on.
 #pragma once
 
 #include <string>
@@ -8,7 +8,7 @@
 
 namespace fabemu {
 
-// Serialises `up` and `down` between processes (pool choice, journal creation, the tmpfs).
+// Serialises `up` and `down` between processes (pool choice, run dir and journal creation).
 class RunLock {
  public:
   static Result<RunLock> take(const std::string& run_root);
@@ -18,12 +18,11 @@ class RunLock {
   UniqueFd fd_;  // closing it releases the lock
 };
 
-// Makes run_root exist on a tmpfs. Where /run is a tmpfs it already is; elsewhere (a disk-
-// backed /run makes every file a lab creates cost a journal write) fabemu mounts a tmpfs named
-// "fabemu" on the empty directory. Call with the RunLock held.
-Result<void> prepare_run_root(const std::string& run_root);
+// Mounts a tmpfs named `source` on `dir` as a shared mount of its own peer group, so that an
+// unmount also reaches the copies other mount namespaces (our `exec`s) hold.
+Result<void> mount_tmpfs(const std::string& dir, const std::string& source);
 
-// Unmounts fabemu's own tmpfs once no lab is left in it. Call with the RunLock held.
-Result<void> release_run_root(const std::string& run_root);
+// Detaches the mount at `dir` with every mount below it; fine when nothing is mounted there.
+Result<void> unmount_tree(const std::string& dir);
 
 }  // namespace fabemu

@@ -10,7 +10,8 @@ inline constexpr const char* kPrefix = "fabemu";
 
 struct LabPaths {
   std::string lab;
-  // fabemu keeps its own files on a tmpfs here (mounted by `up` when /run is not one).
+  // Each lab's run dir under here is a tmpfs of its own: journal, namespace pins, /etc
+  // overlay and per-host /tmp, all gone in one unmount.
   std::string run_root = "/run/fabemu";
   std::string netns_dir = "/run/netns";      // where `ip netns` looks
   std::string etc_netns_dir = "/etc/netns";  // what `ip netns exec` bind-mounts over /etc
@@ -21,6 +22,9 @@ struct LabPaths {
   std::string ns_name(const std::string& node) const {
     return std::string(kPrefix) + "-" + lab + "-" + node;
   }
+  // The namespace is pinned inside the run dir; /run/netns/NAME links to the pin, so `ip netns`
+  // sees it.
+  std::string netns_pin(const std::string& node) const { return run_dir() + "/ns/" + node; }
   std::string netns_path(const std::string& node) const { return netns_dir + "/" + ns_name(node); }
   std::string uts_dir() const { return run_dir() + "/uts"; }
   std::string uts_path(const std::string& node) const { return uts_dir() + "/" + node; }

@@ -49,8 +49,10 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
   plan.pool = pool;
   using K = JournalEntry::Kind;
 
-  // The run dir (journal, scenario copy, uts pins, /etc overlay, per-host /tmp) goes last.
-  plan.journal.push_back({K::Path, paths.run_dir()});
+  // The run dir (journal, scenario copy, pins, /etc overlay, per-host /tmp) goes last.
+  plan.journal.push_back({K::Mount, paths.run_dir()});
+  plan.actions.push_back(MakeDir{paths.run_dir() + "/ns"});
+  plan.actions.push_back(MakeDir{paths.netns_dir});
   plan.actions.push_back(MakeDir{paths.uts_dir()});
   plan.actions.push_back(MakeDir{paths.tmp_dir()});
   plan.actions.push_back(MakeDir{paths.etc_dir()});
@@ -58,11 +60,12 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
   for (const Node& n : t.nodes) {
     const std::string ns = paths.ns_name(n.name);
     const bool host = n.role == Role::Host;
-    plan.journal.push_back({K::Path, paths.etc_link(n.name)});
-    plan.journal.push_back({K::Netns, paths.netns_path(n.name)});
+    plan.journal.push_back({K::Netns, paths.netns_pin(n.name)});
     if (host) plan.journal.push_back({K::Uts, paths.uts_path(n.name)});
-    plan.actions.push_back(
-        CreateNamespace{ns, paths.netns_path(n.name), host ? paths.uts_path(n.name) : "", n.name});
+    plan.journal.push_back({K::Path, paths.netns_path(n.name)});
+    plan.journal.push_back({K::Path, paths.etc_link(n.name)});
+    plan.actions.push_back(CreateNamespace{ns, paths.netns_pin(n.name), paths.netns_path(n.name),
+                                           host ? paths.uts_path(n.name) : "", n.name});
     add_sysctls(plan, ns, n, m.scenario.fabric);
     plan.actions.push_back(SetLinkUp{ns, "lo"});
     ++plan.namespaces;

@@ -13,11 +13,12 @@
 
 namespace fabemu {
 
-// A named network namespace (/run/netns/NAME); hosts also get a UTS namespace whose
-// hostname is the node name, pinned at uts_path.
+// A network namespace pinned at `pin` and named by the symlink `link` (/run/netns/NAME);
+// hosts also get a UTS namespace whose hostname is the node name, pinned at uts_path.
 struct CreateNamespace {
   std::string ns;        // namespace name
-  std::string path;      // /run/netns/NAME
+  std::string pin;       // bind mount inside the lab's run dir
+  std::string link;      // /run/netns/NAME -> pin
   std::string uts_path;  // empty for switches
   std::string hostname;
 };
@@ -85,8 +86,9 @@ std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 // What a lab leaves on the system, in creation order; `down` removes it in reverse.
 // Objects inside a namespace (veths, addresses, routes) go with the namespace and are not listed.
 struct JournalEntry {
-  // Path: a file, symlink or directory tree; Netns/Uts: a pinned namespace.
-  enum class Kind { Path, Netns, Uts, Cgroup } kind;
+  // Mount: the lab's run dir tmpfs; Path: a file, symlink or directory tree;
+  // Netns/Uts: a pinned namespace (inside the run dir: it goes with its unmount).
+  enum class Kind { Mount, Path, Netns, Uts, Cgroup } kind;
   std::string path;
   bool operator==(const JournalEntry&) const = default;
 };
