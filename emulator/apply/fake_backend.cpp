@@ -95,6 +95,13 @@ Result<void> FakeBackend::add_route(const AddRoute& a) {
     if (!connected)
       return make_error(describe(a) + ": gateway not on a connected subnet", ENETUNREACH);
   }
+  if (a.src) {
+    bool local = false;
+    for (const auto& [_, iface] : (*ns)->ifaces)
+      for (const auto& p : iface.addrs) local |= p.addr == *a.src;
+    if (!local)
+      return make_error(describe(a) + ": preferred source is not a local address", EINVAL);
+  }
   (*ns)->routes.push_back(a);
   return ok();
 }
@@ -177,6 +184,27 @@ const AddRoute* FakeBackend::route_for(const std::string& ns, Ipv4 dst) const {
   for (const auto& r : namespaces.at(ns).routes)
     if (r.dst.contains(dst) && (!best || r.dst.len > best->dst.len)) best = &r;
   return best;
+}
+
+std::optional<Ipv4> FakeBackend::source_for(const std::string& ns_name, Ipv4 dst) const {
+  const Ns& ns = namespaces.at(ns_name);
+  int best_len = -1;
+  std::optional<Ipv4> src;
+  for (const auto& [name, iface] : ns.ifaces)
+    for (const auto& p : iface.addrs)
+      if (p.len > best_len && p.len < 32 && p.contains(dst)) {
+        best_len = p.len;
+        src = p.addr;
+      }
+  for (const auto& r : ns.routes)
+    if (r.dst.len > best_len && r.dst.contains(dst)) {
+      best_len = r.dst.len;
+      const auto& out = ns.ifaces.at(r.hops.front().ifname);
+      src = r.src               ? r.src
+            : out.addrs.empty() ? std::nullopt
+                                : std::optional(out.addrs.front().addr);
+    }
+  return src;
 }
 
 std::vector<std::string> FakeBackend::trace(const std::string& start, Ipv4 dst, int max_hops,

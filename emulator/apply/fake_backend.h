@@ -50,6 +50,10 @@ class FakeBackend : public Backend {
   // The static route the FIB of `ns` would pick for dst (longest prefix), or nullptr.
   const AddRoute* route_for(const std::string& ns, Ipv4 dst) const;
 
+  // The source address the kernel would give a packet from `ns` to dst: the route's preferred
+  // source, else the first address of the interface it leaves through.
+  std::optional<Ipv4> source_for(const std::string& ns, Ipv4 dst) const;
+
   std::vector<std::string> trace(const std::string& ns, Ipv4 dst, int max_hops = 16,
                                  size_t ecmp_choice = 0) const;
 

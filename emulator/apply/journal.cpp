@@ -32,33 +32,43 @@ const char* kind_name(JournalEntry::Kind k) {
 
 }  // namespace
 
+constexpr std::string_view kHeader = "fabemu-journal 1\n";
+
 std::string format_journal(const JournalFile& j) {
-  std::string out = "fabemu-journal 1\nlab " + j.lab + "\npool " + std::to_string(j.pool) + "\n";
+  std::string out(kHeader);
+  out += "lab " + j.lab + "\npool " + std::to_string(j.pool) + "\n";
   if (!j.scenario_file.empty()) out += "scenario " + j.scenario_file + "\n";
   for (const auto& e : j.entries) out += std::string(kind_name(e.kind)) + " " + e.path + "\n";
+  // Written in the same write as the entries: without it the write was cut short, and since
+  // creation starts only after it returned, nothing was made.
+  if (j.planned) out += "planned\n";
   if (j.complete) out += "complete\n";
   return out;
 }
 
 Result<JournalFile> parse_journal(const std::string& text, const std::string& path) {
   JournalFile j;
-  std::istringstream in(text);
+  if (text.size() < kHeader.size()) {
+    // A header cut short by a crash: nothing was planned, let alone made.
+    if (kHeader.substr(0, text.size()) == text) return j;
+    return make_error(path + ": not a fabemu journal");
+  }
+  if (text.compare(0, kHeader.size(), kHeader) != 0)
+    return make_error(path + ": not a fabemu journal");
+  std::istringstream in(text.substr(kHeader.size()));
   std::string line;
-  int n = 0;
   while (std::getline(in, line)) {
-    ++n;
+    if (in.eof() && text.back() != '\n') break;  // a torn last line
     auto sp = line.find(' ');
     std::string key = line.substr(0, sp), val = sp == std::string::npos ? "" : line.substr(sp + 1);
-    if (n == 1) {
-      if (line != "fabemu-journal 1") return make_error(path + ":1: not a fabemu journal");
-      continue;
-    }
     if (key == "lab")
       j.lab = val;
     else if (key == "pool")
       j.pool = std::atoi(val.c_str());
     else if (key == "scenario")
       j.scenario_file = val;
+    else if (key == "planned")
+      j.planned = true;
     else if (key == "complete")
       j.complete = true;
     else if (key == "mount")
@@ -71,9 +81,8 @@ Result<JournalFile> parse_journal(const std::string& text, const std::string& pa
       j.entries.push_back({JournalEntry::Kind::Uts, val});
     else if (key == "cgroup")
       j.entries.push_back({JournalEntry::Kind::Cgroup, val});
-    // A line cut short by a crash mid-write is ignored: nothing after it was created.
   }
-  if (n == 0) return make_error(path + ": empty journal");
+  if (!j.planned) j.entries.clear();
   return j;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan/plan.h"
@@ -14,6 +15,7 @@ struct JournalFile {
   int pool = -1;
   std::string scenario_file;  // where the user's scenario came from (for status)
   std::vector<JournalEntry> entries;
+  bool planned = false;   // the entries were written whole: creation may have begun
   bool complete = false;  // `up` finished
 };
 

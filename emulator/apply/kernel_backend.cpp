@@ -162,7 +162,7 @@ Result<void> KernelBackend::add_route(const AddRoute& a) {
   }
   auto sock = socket_in(a.ns);
   if (!sock) return sock.error();
-  return (*sock)->add_route(a.dst, hops, a.dst.str() + " in " + a.ns);
+  return (*sock)->add_route(a.dst, hops, a.src, a.dst.str() + " in " + a.ns);
 }
 
 Result<void> KernelBackend::make_dir(const MakeDir& a) {

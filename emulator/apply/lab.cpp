@@ -70,7 +70,7 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
     out.plan = make_plan(out.model, paths, *pool);
 
     FABEMU_TRY(make_dirs(paths.run_dir(), 0755));
-    JournalFile j{paths.lab, *pool, options.scenario_file, out.plan.journal, false};
+    JournalFile j{paths.lab, *pool, options.scenario_file, out.plan.journal, true, false};
     auto written = backend.mount_run_dir(paths.run_dir());
     if (written) written = write_journal(paths.journal(), j);
     if (!written) {
@@ -127,6 +127,7 @@ Result<void> lab_down(const LabPaths& paths, Backend& backend) {
     // No journal: nothing was created but (perhaps) the run dir and its tmpfs.
     return remove_run_dir(paths, backend);
   }
+  if (!j->planned) return remove_run_dir(paths, backend);  // killed while writing it
   FABEMU_TRY(backend.kill_processes(j->entries));
   // The run dir holds the journal and the pins: it goes last, in one unmount, and only when
   // all else went, so that a failed `down` can be retried.
@@ -137,6 +138,11 @@ Result<void> lab_down(const LabPaths& paths, Backend& backend) {
     if (auto r = backend.remove(*it); !r && !first) first = r.error();
   }
   if (first) return first->context("taking down lab " + paths.lab);
+  FABEMU_TRY(backend.remove(JournalEntry{JournalEntry::Kind::Mount, paths.run_dir()}));
+  // Normally no-ops now; they matter when the run dir was not a mount point of its own.
+  for (auto it = j->entries.rbegin(); it != j->entries.rend(); ++it)
+    if (it->kind != JournalEntry::Kind::Mount && it->path.rfind(inside, 0) == 0)
+      FABEMU_TRY(backend.remove(*it));
   return remove_run_dir(paths, backend);
 }
 

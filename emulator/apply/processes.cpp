@@ -25,6 +25,24 @@ std::set<NsId> ns_ids(const std::vector<std::string>& paths) {
   return ids;
 }
 
+// Whether any thread of the process at /proc/PID is in one of `ids`: a thread can setns()
+// on its own, and it keeps the namespace alive as well as a whole process does.
+bool in_namespaces(const std::string& proc_dir, const std::set<NsId>& ids) {
+  DIR* tasks = ::opendir((proc_dir + "/task").c_str());
+  if (!tasks) return false;
+  bool found = false;
+  while (dirent* t = ::readdir(tasks)) {
+    if (found || t->d_name[0] == '.') continue;
+    for (const char* kind : {"net", "uts"}) {
+      struct stat st;
+      std::string p = proc_dir + "/task/" + t->d_name + "/ns/" + kind;
+      if (::stat(p.c_str(), &st) == 0 && ids.count({st.st_dev, st.st_ino})) found = true;
+    }
+  }
+  ::closedir(tasks);
+  return found;
+}
+
 }  // namespace
 
 std::vector<int> processes_in_namespaces(const std::vector<std::string>& ns_paths) {
@@ -38,14 +56,8 @@ std::vector<int> processes_in_namespaces(const std::vector<std::string>& ns_path
     char* end = nullptr;
     long pid = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 0 || pid == self) continue;
-    for (const char* kind : {"net", "uts"}) {
-      struct stat st;
-      std::string p = std::string("/proc/") + e->d_name + "/ns/" + kind;
-      if (::stat(p.c_str(), &st) == 0 && ids.count({st.st_dev, st.st_ino})) {
-        pids.push_back(static_cast<int>(pid));
-        break;
-      }
-    }
+    if (in_namespaces(std::string("/proc/") + e->d_name, ids))
+      pids.push_back(static_cast<int>(pid));
   }
   ::closedir(d);
   return pids;

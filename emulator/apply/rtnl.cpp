@@ -120,7 +120,7 @@ Result<void> RtnlSocket::add_address(int ifindex, Prefix p, const std::string& w
 }
 
 Result<void> RtnlSocket::add_route(Prefix dst, const std::vector<Hop>& hops,
-                                   const std::string& what) {
+                                   std::optional<Ipv4> src, const std::string& what) {
   RoutePtr route(rtnl_route_alloc());
   NlAddrPtr d = to_nl(dst);
   if (!route || !d) return make_error("allocating route", ENOMEM);
@@ -130,6 +130,8 @@ Result<void> RtnlSocket::add_route(Prefix dst, const std::vector<Hop>& hops,
   rtnl_route_set_protocol(route.get(), RTPROT_STATIC);
   rtnl_route_set_scope(route.get(), RT_SCOPE_UNIVERSE);
   rtnl_route_set_type(route.get(), RTN_UNICAST);
+  NlAddrPtr pref = src ? to_nl(Prefix{*src, 32}) : nullptr;
+  if (pref) rtnl_route_set_pref_src(route.get(), pref.get());
   for (const Hop& h : hops) {
     rtnl_nexthop* nh = rtnl_route_nh_alloc();
     if (!nh) return make_error("allocating nexthop", ENOMEM);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,8 @@ class RtnlSocket {
     Ipv4 gateway;
     int ifindex;
   };
-  Result<void> add_route(Prefix dst, const std::vector<Hop>& hops, const std::string& what);
+  Result<void> add_route(Prefix dst, const std::vector<Hop>& hops, std::optional<Ipv4> src,
+                         const std::string& what);
 
  private:
   struct Free {

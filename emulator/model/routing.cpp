@@ -84,17 +84,19 @@ Result<std::vector<std::vector<Route>>> plan_routes(const Topology& t, const Add
       routes[h].push_back(
           {Prefix{Ipv4{0}, 0}, {{plan.address_of(t, primary, primary_peer), primary}}});
     // Secondary NICs: reach the other hosts on that switch directly, and let the switch reach
-    // this host's primary address through this port.
+    // this host's primary address through this port. Packets leave with the primary address
+    // as source, the one peers have a route back to (the NIC's own /31 is known only there).
+    const Ipv4 self = plan.host_address(t, h);
     for (size_t i = 1; i < ports.size(); ++i) {
       int l = ports[i];
       int sw = t.links[l].peer(h).node;
       if (t.nodes[sw].role != Role::Switch) continue;
       Nexthop via_sw{plan.address_of(t, l, sw), l};
-      routes[h].push_back({Prefix{*plan.loopback[sw], 32}, {via_sw}});
+      routes[h].push_back({Prefix{*plan.loopback[sw], 32}, {via_sw}, self});
       for (int ol : t.links_of(sw)) {
         int other = t.links[ol].peer(sw).node;
         if (other == h || t.nodes[other].role != Role::Host) continue;
-        routes[h].push_back({Prefix{plan.host_address(t, other), 32}, {via_sw}});
+        routes[h].push_back({Prefix{plan.host_address(t, other), 32}, {via_sw}, self});
       }
       routes[sw].push_back({Prefix{plan.host_address(t, h), 32}, {{plan.address_of(t, l, h), l}}});
     }

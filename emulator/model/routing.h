@@ -1,6 +1,7 @@
 // Static L3 routing: ECMP shortest paths between switches, hosts routed via their leaf.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "model/addressing.h"
@@ -18,6 +19,7 @@ struct Nexthop {
 struct Route {
   Prefix dst;
   std::vector<Nexthop> nexthops;  // >1 = ECMP group
+  std::optional<Ipv4> src;        // preferred source address (RTA_PREFSRC)
 };
 
 // Routes per node (index = node id). Hosts do not forward: paths never transit a host.

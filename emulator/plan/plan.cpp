@@ -90,7 +90,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
     if (m.addresses.loopback[id])
       plan.actions.push_back(AddAddress{ns, "lo", Prefix{*m.addresses.loopback[id], 32}});
     for (const Route& r : m.routes[id]) {
-      AddRoute a{ns, r.dst, {}};
+      AddRoute a{ns, r.dst, {}, r.src};
       for (const Nexthop& h : r.nexthops)
         a.hops.push_back({h.gateway, t.links[h.link].end(node).ifname});
       plan.actions.push_back(std::move(a));
@@ -145,6 +145,7 @@ std::string describe(const Action& action) {
     std::string operator()(const AddRoute& a) const {
       std::string s = "add route " + a.dst.str() + " in " + a.ns + " via";
       for (const auto& h : a.hops) s += " " + h.gateway.str() + "@" + h.ifname;
+      if (a.src) s += " src " + a.src->str();
       return s;
     }
     std::string operator()(const WriteFile& a) const { return "write " + a.path; }

@@ -1,6 +1,7 @@
 // Plan: the ordered list of kernel and file-system actions that brings a lab up.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -56,6 +57,7 @@ struct AddRoute {
     std::string ifname;
   };
   std::vector<Hop> hops;
+  std::optional<Ipv4> src;  // preferred source address
 };
 
 struct WriteFile {

@@ -71,9 +71,12 @@ TEST_P(AllPairs, EveryHostReachesEveryOtherHostOverEveryEcmpChoice) {
                                   a->model.addresses.host_address(t, dst), 16, choice);
         ASSERT_FALSE(path.empty()) << t.nodes[src].name << " -> " << t.nodes[dst].name;
         EXPECT_EQ(path.back(), a->paths.ns_name(t.nodes[dst].name));
-        // ...and the reply finds its way back.
-        auto back = a->fake.trace(path.back(), a->model.addresses.host_address(t, src), 16, choice);
-        ASSERT_FALSE(back.empty());
+        // ...and the reply finds its way back to the source address the kernel picked.
+        auto from = a->fake.source_for(path.front(), a->model.addresses.host_address(t, dst));
+        ASSERT_TRUE(from);
+        auto back = a->fake.trace(path.back(), *from, 16, choice);
+        ASSERT_FALSE(back.empty()) << t.nodes[dst].name << " -> " << from->str();
+        EXPECT_EQ(back.back(), path.front());
       }
     }
 }
@@ -215,10 +218,12 @@ TEST(Journal, RoundTripsAndToleratesATornLastLine) {
   JournalFile j{"demo",
                 3,
                 "s.yaml",
-                {{JournalEntry::Kind::Path, "/run/fabemu/demo"},
-                 {JournalEntry::Kind::Netns, "/run/netns/fabemu-demo-h1"},
+                {{JournalEntry::Kind::Mount, "/run/fabemu/demo"},
+                 {JournalEntry::Kind::Netns, "/run/fabemu/demo/ns/h1"},
                  {JournalEntry::Kind::Uts, "/run/fabemu/demo/uts/h1"},
+                 {JournalEntry::Kind::Path, "/run/netns/fabemu-demo-h1"},
                  {JournalEntry::Kind::Cgroup, "fabemu/demo/h1"}},
+                true,
                 false};
   auto back = parse_journal(format_journal(j), "j");
   ASSERT_TRUE(back.ok());
@@ -227,8 +232,25 @@ TEST(Journal, RoundTripsAndToleratesATornLastLine) {
   EXPECT_FALSE(back->complete);
   auto torn = parse_journal(format_journal(j) + "net", "j");
   ASSERT_TRUE(torn.ok());
-  EXPECT_EQ(torn->entries.size(), 4u);
+  EXPECT_EQ(torn->entries.size(), 5u);
+  EXPECT_FALSE(torn->complete);
   EXPECT_FALSE(parse_journal("something else\n", "j").ok());
+}
+
+TEST(Journal, AJournalKilledWhileBeingWrittenPlannedNothing) {
+  JournalFile j{"demo", 0, "", {{JournalEntry::Kind::Mount, "/run/fabemu/demo"}}, true, false};
+  const std::string full = format_journal(j);
+  // Every cut before the "planned" marker: nothing was made, so nothing is listed.
+  for (size_t cut = 0; cut + std::string("planned\n").size() <= full.size(); ++cut) {
+    auto p = parse_journal(full.substr(0, cut), "j");
+    ASSERT_TRUE(p.ok()) << "cut at " << cut << ": " << p.error().what();
+    EXPECT_FALSE(p->planned) << cut;
+    EXPECT_TRUE(p->entries.empty()) << cut;
+  }
+  auto whole = parse_journal(full, "j");
+  ASSERT_TRUE(whole.ok());
+  EXPECT_TRUE(whole->planned);
+  EXPECT_EQ(whole->entries.size(), 1u);
 }
 
 }  // namespace

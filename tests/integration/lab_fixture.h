@@ -1,0 +1,448 @@
+// Integration-test helpers: child processes with deadlines, lab guards, system snapshots.
+#pragma once
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace fabemu::itest {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using Argv = std::vector<std::string>;
+
+inline const std::string kFabemu = FABEMU_BINARY;
+inline const std::string kSourceDir = FABEMU_SOURCE_DIR;
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: argv vectors, no shell, every wait bounded.
+
+struct Outcome {
+  int status = -1;  // exit status; 128+N when killed by signal N; -1 when it ran out of time
+  std::string out, err;
+};
+
+inline std::ostream& operator<<(std::ostream& os, const Outcome& o) {
+  return os << "exit " << o.status << "\n--- stdout\n" << o.out << "--- stderr\n" << o.err;
+}
+
+inline int decode_status(int ws) {
+  if (WIFEXITED(ws)) return WEXITSTATUS(ws);
+  if (WIFSIGNALED(ws)) return 128 + WTERMSIG(ws);
+  return -1;
+}
+
+// Waits for `pid` until `deadline`; returns its decoded status, or nullopt if it still runs.
+inline std::optional<int> wait_until(pid_t pid, Clock::time_point deadline) {
+  for (;;) {
+    int ws = 0;
+    pid_t r = ::waitpid(pid, &ws, WNOHANG);
+    if (r == pid) return decode_status(ws);
+    if (r < 0 && errno != EINTR) return -1;
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(2ms);
+  }
+}
+
+// Forks and execs argv[0] (a path) in its own process group, stdin from /dev/null, stdout and
+// stderr onto the given fds (-1: /dev/null). Everything is prepared before fork(), so the
+// child only makes async-signal-safe calls even when tests run children from several threads.
+inline pid_t spawn(const Argv& args, int out_fd = -1, int err_fd = -1) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(out_fd >= 0 ? out_fd : null, STDOUT_FILENO);
+    ::dup2(err_fd >= 0 ? err_fd : null, STDERR_FILENO);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  if (pid > 0) ::setpgid(pid, pid);  // also here, so that a kill(-pid) right away finds it
+  ::close(null);
+  return pid;
+}
+
+// Runs argv to completion and captures its output; after `timeout` the process group is killed.
+inline Outcome run(const Argv& args, std::chrono::milliseconds timeout = 30s) {
+  Outcome o;
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return o;
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return o;
+  }
+  pid_t pid = spawn(args, out[1], err[1]);
+  ::close(out[1]);
+  ::close(err[1]);
+  if (pid < 0) {
+    ::close(out[0]);
+    ::close(err[0]);
+    return o;
+  }
+  const auto deadline = Clock::now() + timeout;
+  int fds[2] = {out[0], err[0]};  // poll() skips the ones set to -1 at end of file
+  std::string* sinks[2] = {&o.out, &o.err};
+  while ((fds[0] >= 0 || fds[1] >= 0) && Clock::now() < deadline) {
+    pollfd pfds[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (::poll(pfds, 2, static_cast<int>(left.count()) + 1) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] < 0 || pfds[i].revents == 0) continue;
+      char buf[8192];
+      ssize_t n = ::read(fds[i], buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i]);
+        fds[i] = -1;
+      }
+    }
+  }
+  for (int fd : fds)
+    if (fd >= 0) ::close(fd);
+  std::optional<int> status = wait_until(pid, deadline);
+  if (!status) {
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    o.status = -1;
+  } else {
+    o.status = *status;
+  }
+  return o;
+}
+
+// Kills and reaps a spawned child that the test did not wait for.
+class ChildGuard {
+ public:
+  explicit ChildGuard(pid_t pid) : pid_(pid) {}
+  ChildGuard(const ChildGuard&) = delete;
+  ChildGuard& operator=(const ChildGuard&) = delete;
+  ~ChildGuard() {
+    if (pid_ <= 0) return;
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  pid_t pid() const { return pid_; }
+  // Waits for the child's end; nullopt if it is still running at the deadline.
+  std::optional<int> wait(std::chrono::milliseconds timeout) {
+    std::optional<int> status = wait_until(pid_, Clock::now() + timeout);
+    if (status) pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_;
+};
+
+// Runs every command, at most `width` at a time; results in the order of `commands`.
+inline std::vector<Outcome> run_all(const std::vector<Argv>& commands, int width,
+                                    std::chrono::milliseconds timeout = 30s) {
+  std::vector<Outcome> results(commands.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < width; ++w)
+    workers.emplace_back([&] {
+      for (size_t i; (i = next++) < commands.size();) results[i] = run(commands[i], timeout);
+    });
+  for (auto& t : workers) t.join();
+  return results;
+}
+
+inline Argv fabemu_argv(Argv args) {
+  args.insert(args.begin(), kFabemu);
+  return args;
+}
+
+inline Outcome fabemu(const Argv& args, std::chrono::milliseconds timeout = 60s) {
+  return run(fabemu_argv(args), timeout);
+}
+
+inline std::optional<std::string> find_tool(const std::string& name) {
+  for (const char* dir : {"/usr/sbin", "/usr/bin", "/sbin", "/bin"}) {
+    std::string path = std::string(dir) + "/" + name;
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  }
+  return std::nullopt;
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Labs.
+
+// "t" + part of our pid + suffix: unique among concurrent test runs, at most 12 characters.
+// Suffixes hold no '-', so no lab's namespace prefix is a prefix of another's.
+inline std::string lab_name(const std::string& suffix) {
+  return "t" + std::to_string(::getpid() % 10000) + suffix;
+}
+
+inline std::string run_dir(const std::string& lab) {
+  return "/run/fabemu/" + lab;
+}
+inline std::string netns_path(const std::string& lab, const std::string& node) {
+  return "/run/netns/fabemu-" + lab + "-" + node;
+}
+
+// Owns a lab name: whatever happens in the test, the destructor takes the lab down.
+class LabGuard {
+ public:
+  explicit LabGuard(std::string name) : name_(std::move(name)) {}
+  LabGuard(const LabGuard&) = delete;
+  LabGuard& operator=(const LabGuard&) = delete;
+  ~LabGuard() {
+    if (std::filesystem::exists(run_dir(name_))) {
+      Outcome o = fabemu({"down", name_});
+      if (o.status != 0) ADD_FAILURE() << "cleaning up lab " << name_ << ": " << o;
+    }
+  }
+
+  const std::string& name() const { return name_; }
+  Outcome up(const std::string& scenario) const {
+    return fabemu({"up", scenario, "--lab", name_, "-q"});
+  }
+  Outcome down() const { return fabemu({"down", name_}); }
+  Outcome exec(const std::string& node, const Argv& command) const {
+    Argv args = {"exec", name_ + ":" + node, "--"};
+    args.insert(args.end(), command.begin(), command.end());
+    return fabemu(args, 30s);
+  }
+
+ private:
+  std::string name_;
+};
+
+// A scenario file in a directory of its own that goes away with the object.
+class TempScenario {
+ public:
+  explicit TempScenario(const std::string& text) {
+    char tmpl[] = "/tmp/fabemu-itest-XXXXXX";
+    if (::mkdtemp(tmpl)) dir_ = tmpl;
+    path_ = dir_ + "/scenario.yaml";
+    std::ofstream(path_) << text;
+  }
+  TempScenario(const TempScenario&) = delete;
+  TempScenario& operator=(const TempScenario&) = delete;
+  ~TempScenario() {
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// `status --json`: the nodes array holds flat objects, so a small scanner is enough.
+
+struct StatusNode {
+  std::map<std::string, std::string> fields;  // string-valued fields: name, role, address, ...
+  std::string operator[](const std::string& key) const {
+    auto it = fields.find(key);
+    return it == fields.end() ? "" : it->second;
+  }
+};
+
+inline std::string json_string_field(const std::string& json, const std::string& key) {
+  std::smatch m;
+  std::regex re("\"" + key + "\":\"([^\"]*)\"");
+  return std::regex_search(json, m, re) ? m[1].str() : "";
+}
+
+inline std::vector<StatusNode> status_nodes(const std::string& json) {
+  std::vector<StatusNode> nodes;
+  auto begin = json.find("\"nodes\":[");
+  if (begin == std::string::npos) return nodes;
+  auto end = json.find(']', begin);
+  std::string array = json.substr(begin, end - begin);
+  static const std::regex object(R"(\{[^{}]*\})"), field(R"re("([a-z_]+)":"([^"]*)")re");
+  for (std::sregex_iterator o(array.begin(), array.end(), object), oe; o != oe; ++o) {
+    StatusNode n;
+    std::string text = o->str();
+    for (std::sregex_iterator f(text.begin(), text.end(), field), fe; f != fe; ++f)
+      n.fields[(*f)[1].str()] = (*f)[2].str();
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+// Host name -> address, in the order `status` lists them.
+inline std::vector<std::pair<std::string, std::string>> host_addresses(const std::string& json) {
+  std::vector<std::pair<std::string, std::string>> hosts;
+  for (const StatusNode& n : status_nodes(json))
+    if (n["role"] == "host") hosts.emplace_back(n["name"], n["address"]);
+  return hosts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a lab leaves on the system, seen from outside fabemu.
+
+// Interfaces of the root network namespace that fabemu could have made or touched: named like
+// its ports (a peer node's name, ethN) or carrying its prefix. Other tools sharing the machine
+// (the benchmark runs Mininet, whose s3-eth2 come and go) say nothing about a lab.
+inline std::set<std::string> root_interfaces() {
+  static const std::regex ours(
+      R"(^((h|leaf|spine|edge|agg|core|sw)\d+|n\d+-(g\d+|su)|eth\d+|fabemu.*)$)");
+  std::set<std::string> names;
+  if (struct if_nameindex* list = ::if_nameindex()) {
+    for (struct if_nameindex* i = list; i->if_index != 0; ++i)
+      if (std::regex_match(i->if_name, ours)) names.insert(i->if_name);
+    ::if_freenameindex(list);
+  }
+  return names;
+}
+
+inline std::string host_name() {
+  utsname u{};
+  ::uname(&u);
+  return u.nodename;
+}
+
+// Mount points of cgroup hierarchies: v1 ones by controller ("cpu", "memory", ...), v2 as "2".
+inline std::map<std::string, std::string> cgroup_mounts() {
+  std::map<std::string, std::string> out;
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, mnt;
+    f >> id >> parent >> dev >> root >> mnt;
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype, source, options;
+    tail >> fstype >> source >> options;
+    if (fstype == "cgroup2") out.emplace("2", mnt);
+    if (fstype != "cgroup") continue;
+    std::istringstream opts(options);
+    for (std::string o; std::getline(opts, o, ',');) out.emplace(o, mnt);
+  }
+  return out;
+}
+
+struct Snapshot {
+  // Paths that name the lab: namespaces, /etc/netns links, run dir, cgroups, mount points.
+  std::set<std::string> lab_objects;
+  std::set<std::string> interfaces;  // root_interfaces()
+  std::string hostname;
+
+  bool operator==(const Snapshot&) const = default;
+
+  static Snapshot take(const std::string& lab) {
+    namespace fs = std::filesystem;
+    Snapshot s;
+    const std::string prefix = "fabemu-" + lab + "-";
+    std::error_code ec;
+    for (const char* dir : {"/run/netns", "/etc/netns"})
+      for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.path().filename().string().starts_with(prefix)) s.lab_objects.insert(e.path());
+    if (fs::exists(run_dir(lab), ec)) s.lab_objects.insert(run_dir(lab));
+    auto cgroup = [&](const fs::path& root) {
+      if (fs::exists(root / "fabemu" / lab, ec)) s.lab_objects.insert(root / "fabemu" / lab);
+    };
+    cgroup("/sys/fs/cgroup");
+    for (const auto& e : fs::directory_iterator("/sys/fs/cgroup", ec)) cgroup(e.path());
+    std::ifstream in("/proc/self/mountinfo");
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream f(line);
+      std::string id, parent, dev, root, mnt;
+      f >> id >> parent >> dev >> root >> mnt;
+      if (mnt.find("/" + prefix) != std::string::npos || mnt == run_dir(lab) ||
+          mnt.starts_with(run_dir(lab) + "/"))
+        s.lab_objects.insert("mount " + mnt);
+    }
+    s.interfaces = root_interfaces();
+    s.hostname = host_name();
+    return s;
+  }
+};
+
+inline void PrintTo(const Snapshot& s, std::ostream* os) {
+  *os << "{hostname " << s.hostname << "; " << s.interfaces.size() << " root interfaces:";
+  for (const auto& i : s.interfaces) *os << " " << i;
+  *os << "; lab objects:";
+  for (const auto& o : s.lab_objects) *os << " " << o;
+  *os << "}";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes inside a lab, found by the namespaces their main thread is in.
+
+using NsId = std::pair<dev_t, ino_t>;
+
+inline std::optional<NsId> ns_id(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return NsId{st.st_dev, st.st_ino};
+}
+
+// The network namespaces of every node and the UTS namespaces of every host of `lab`.
+inline std::set<NsId> lab_namespaces(const std::string& lab) {
+  namespace fs = std::filesystem;
+  std::set<NsId> ids;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/run/netns", ec))
+    if (e.path().filename().string().starts_with("fabemu-" + lab + "-"))
+      if (auto id = ns_id(e.path())) ids.insert(*id);
+  for (const auto& e : fs::directory_iterator(run_dir(lab) + "/uts", ec))
+    if (auto id = ns_id(e.path())) ids.insert(*id);
+  return ids;
+}
+
+inline std::set<pid_t> processes_in(const std::set<NsId>& namespaces) {
+  namespace fs = std::filesystem;
+  std::set<pid_t> pids;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    for (const char* kind : {"net", "uts"}) {
+      auto id = ns_id("/proc/" + name + "/ns/" + kind);
+      if (id && namespaces.count(*id)) pids.insert(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// Base fixture: integration tests need root and the tools the tests drive.
+class LabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "building labs needs root (namespaces, veths, routes)";
+    for (const char* tool : {"ping", "ip"})
+      if (!find_tool(tool)) GTEST_SKIP() << tool << " is not installed (iputils-ping, iproute2)";
+  }
+};
+
+}  // namespace fabemu::itest
