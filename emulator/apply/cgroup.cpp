@@ -3,10 +3,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "util/files.h"
+#include "util/mountinfo.h"
 
 namespace fabemu {
 namespace {
@@ -42,34 +44,21 @@ std::string CgroupLayout::describe() const {
 
 CgroupLayout detect_cgroups() {
   CgroupLayout l;
-  auto info = read_file("/proc/self/mountinfo");
-  if (!info) return l;
-  std::istringstream in(*info);
-  std::string line;
-  std::string v2_mount;
-  while (std::getline(in, line)) {
-    // mountinfo: ... MOUNTPOINT OPTIONS ... - FSTYPE SOURCE SUPEROPTIONS
-    std::istringstream f(line);
-    std::string id, parent, dev, root, mnt;
-    f >> id >> parent >> dev >> root >> mnt;
-    auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string fstype, source, opts;
-    tail >> fstype >> source >> opts;
-    if (fstype == "cgroup2") {
-      auto ctrl = read_file(mnt + "/cgroup.controllers");
-      if (ctrl && has_word(*ctrl, "cpu") && has_word(*ctrl, "memory")) v2_mount = mnt;
-    } else if (fstype == "cgroup") {
-      std::string o = opts;
-      for (char& c : o) c = c == ',' ? ' ' : c;
-      if (has_word(o, "cpu") && l.cpu_root.empty()) l.cpu_root = mnt;
-      if (has_word(o, "memory") && l.memory_root.empty()) l.memory_root = mnt;
+  for (const MountInfo& m : read_mountinfo()) {
+    if (m.fstype == "cgroup2") {
+      auto ctrl = read_file(m.mount_point + "/cgroup.controllers");
+      if (ctrl && has_word(*ctrl, "cpu") && has_word(*ctrl, "memory")) l.v2_root = m.mount_point;
+    } else if (m.fstype == "cgroup") {
+      auto opts = split_list(m.super_options, ',');
+      auto has = [&](const char* c) {
+        return std::find(opts.begin(), opts.end(), c) != opts.end();
+      };
+      if (has("cpu") && l.cpu_root.empty()) l.cpu_root = m.mount_point;
+      if (has("memory") && l.memory_root.empty()) l.memory_root = m.mount_point;
     }
   }
-  if (!v2_mount.empty()) {
+  if (!l.v2_root.empty()) {
     l.v2 = true;
-    l.v2_root = v2_mount;
     l.cpu_root.clear();
     l.memory_root.clear();
   }

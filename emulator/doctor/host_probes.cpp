@@ -1,6 +1,8 @@
 // cgroup and OVS userspace probes: these look at the machine, not at a network namespace.
 #include "doctor/host_probes.h"
 
+#include "util/mountinfo.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,29 +18,6 @@
 namespace fabemu::doctor {
 
 namespace {
-
-// mountinfo escapes space, tab, newline and backslash in paths as \ooo.
-std::string unescape_mount_path(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    auto octal = [&](size_t j) { return j < s.size() && s[j] >= '0' && s[j] <= '7'; };
-    if (s[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::stringstream in(s);
-  for (std::string part; std::getline(in, part, sep);)
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
 
 bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -59,26 +38,17 @@ std::string limit_file(const std::string& controller, bool v2) {
 
 std::vector<CgroupMount> cgroup_mounts() {
   std::vector<CgroupMount> mounts;
-  std::ifstream in("/proc/self/mountinfo");
-  for (std::string line; std::getline(in, line);) {
-    // "36 25 0:31 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu"; the
-    // optional fields before " - " vary in number, so split there first.
-    size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::vector<std::string> before = split(line.substr(0, dash), ' ');
-    std::vector<std::string> after = split(line.substr(dash + 3), ' ');
-    if (before.size() < 5 || after.size() < 3) continue;
-    const std::string& fstype = after[0];
-    if (fstype != "cgroup" && fstype != "cgroup2") continue;
+  for (const MountInfo& mi : read_mountinfo()) {
+    if (mi.fstype != "cgroup" && mi.fstype != "cgroup2") continue;
     CgroupMount m;
-    m.path = unescape_mount_path(before[4]);
-    m.v2 = fstype == "cgroup2";
+    m.path = mi.mount_point;
+    m.v2 = mi.fstype == "cgroup2";
     if (m.v2) {
       std::ifstream controllers(m.path + "/cgroup.controllers");
       for (std::string c; controllers >> c;) m.controllers.push_back(c);
     } else {
       // A v1 mount's super options name its controllers: "rw,cpu,cpuacct".
-      m.controllers = split(after[2], ',');
+      m.controllers = split_list(mi.super_options, ',');
     }
     mounts.push_back(std::move(m));
   }
@@ -138,7 +108,7 @@ FeatureProbe probe_ovs_userspace() {
   p.id = "ovs_userspace";
   // Debian puts ovs-vswitchd in /usr/sbin, which a normal user's PATH often lacks.
   std::vector<std::string> dirs;
-  if (const char* path = std::getenv("PATH")) dirs = split(path, ':');
+  if (const char* path = std::getenv("PATH")) dirs = split_list(path, ':');
   for (const char* sbin : {"/usr/local/sbin", "/usr/sbin", "/sbin"})
     if (!contains(dirs, sbin)) dirs.push_back(sbin);
   for (const std::string& dir : dirs) {

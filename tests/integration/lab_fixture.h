@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/mountinfo.h"
+
 namespace fabemu::itest {
 
 using namespace std::chrono_literals;
@@ -331,20 +333,10 @@ inline std::string host_name() {
 // Mount points of cgroup hierarchies: v1 ones by controller ("cpu", "memory", ...), v2 as "2".
 inline std::map<std::string, std::string> cgroup_mounts() {
   std::map<std::string, std::string> out;
-  std::ifstream in("/proc/self/mountinfo");
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream f(line);
-    std::string id, parent, dev, root, mnt;
-    f >> id >> parent >> dev >> root >> mnt;
-    auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string fstype, source, options;
-    tail >> fstype >> source >> options;
-    if (fstype == "cgroup2") out.emplace("2", mnt);
-    if (fstype != "cgroup") continue;
-    std::istringstream opts(options);
-    for (std::string o; std::getline(opts, o, ',');) out.emplace(o, mnt);
+  for (const MountInfo& m : read_mountinfo()) {
+    if (m.fstype == "cgroup2") out.emplace("2", m.mount_point);
+    if (m.fstype != "cgroup") continue;
+    for (const std::string& o : split_list(m.super_options, ',')) out.emplace(o, m.mount_point);
   }
   return out;
 }
@@ -371,11 +363,8 @@ struct Snapshot {
     };
     cgroup("/sys/fs/cgroup");
     for (const auto& e : fs::directory_iterator("/sys/fs/cgroup", ec)) cgroup(e.path());
-    std::ifstream in("/proc/self/mountinfo");
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream f(line);
-      std::string id, parent, dev, root, mnt;
-      f >> id >> parent >> dev >> root >> mnt;
+    for (const MountInfo& m : read_mountinfo()) {
+      const std::string& mnt = m.mount_point;
       if (mnt.find("/" + prefix) != std::string::npos || mnt == run_dir(lab) ||
           mnt.starts_with(run_dir(lab) + "/"))
         s.lab_objects.insert("mount " + mnt);
