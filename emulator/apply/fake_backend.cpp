@@ -19,14 +19,12 @@ Result<FakeBackend::Ns*> FakeBackend::find_ns(const std::string& name) {
 
 Result<void> FakeBackend::create_namespace(const CreateNamespace& a) {
   FABEMU_TRY(step(describe(a)));
-  if (namespaces.count(a.ns) || mounts.count(a.pin) || files.count(a.link))
-    return make_error("namespace " + a.ns, EEXIST);
+  if (namespaces.count(a.ns) || mounts.count(a.pin)) return make_error("namespace " + a.ns, EEXIST);
   Ns ns;
   ns.ifaces["lo"] = Iface{};
   ns.hostname = a.uts_path.empty() ? "" : a.hostname;
   namespaces[a.ns] = std::move(ns);
   mounts.insert(a.pin);
-  files.insert(a.link);
   pins[a.pin] = a.ns;
   if (!a.uts_path.empty()) mounts.insert(a.uts_path);
   return ok();

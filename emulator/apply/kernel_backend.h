@@ -9,6 +9,7 @@
 #include "apply/backend.h"
 #include "apply/cgroup.h"
 #include "apply/rtnl.h"
+#include "util/background_queue.h"
 #include "util/unique_fd.h"
 
 namespace fabemu {
@@ -50,6 +51,7 @@ class KernelBackend : public Backend {
   std::map<std::string, int> cur_ifindex_;
   std::map<std::string, UniqueFd> ns_fds_;
   std::optional<CgroupLayout> cgroups_;
+  BackgroundQueue files_;                            // symlinks, made while the kernel works
   std::set<std::string> fresh_;                      // made here, no sysctl written yet
   std::map<std::string, std::string> fresh_values_;  // sysctl values of a new namespace
 };

@@ -64,8 +64,9 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
     if (host) plan.journal.push_back({K::Uts, paths.uts_path(n.name)});
     plan.journal.push_back({K::Path, paths.netns_path(n.name)});
     plan.journal.push_back({K::Path, paths.etc_link(n.name)});
-    plan.actions.push_back(CreateNamespace{ns, paths.netns_pin(n.name), paths.netns_path(n.name),
-                                           host ? paths.uts_path(n.name) : "", n.name});
+    plan.actions.push_back(
+        CreateNamespace{ns, paths.netns_pin(n.name), host ? paths.uts_path(n.name) : "", n.name});
+    plan.actions.push_back(MakeSymlink{paths.netns_pin(n.name), paths.netns_path(n.name)});
     add_sysctls(plan, ns, n, m.scenario.fabric);
     plan.actions.push_back(SetLinkUp{ns, "lo"});
     ++plan.namespaces;

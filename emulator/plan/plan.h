@@ -14,12 +14,12 @@
 
 namespace fabemu {
 
-// A network namespace pinned at `pin` and named by the symlink `link` (/run/netns/NAME);
-// hosts also get a UTS namespace whose hostname is the node name, pinned at uts_path.
+// A network namespace pinned at `pin` (named for `ip netns` by a MakeSymlink at
+// /run/netns/NAME); hosts also get a UTS namespace whose hostname is the node name, pinned at
+// uts_path.
 struct CreateNamespace {
   std::string ns;        // namespace name
   std::string pin;       // bind mount inside the lab's run dir
-  std::string link;      // /run/netns/NAME -> pin
   std::string uts_path;  // empty for switches
   std::string hostname;
 };
@@ -69,6 +69,8 @@ struct MakeDir {
   std::string path;
 };
 
+// Symlinks may be made in the background (finish() waits for them): nothing in the plan
+// depends on them, and on a disk-backed /run or /etc each costs a journal write.
 struct MakeSymlink {
   std::string target;  // what the link points to
   std::string path;
