@@ -1,10 +1,6 @@
 // Lab lifecycle: pool reservation under a lock, journal, apply with rollback, teardown.
 #include "apply/lab.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -13,7 +9,6 @@
 #include "apply/run_root.h"
 #include "scenario/loader.h"
 #include "util/files.h"
-#include "util/unique_fd.h"
 
 namespace fabemu {
 namespace {
