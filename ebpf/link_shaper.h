@@ -1,0 +1,83 @@
+/* The link model's map layout, shared by link_shaper.bpf.c and the C++ side (one copy). */
+#ifndef FABEMU_EBPF_LINK_SHAPER_H_
+#define FABEMU_EBPF_LINK_SHAPER_H_
+
+#include <linux/bpf.h> /* struct bpf_spin_lock */
+#include <linux/types.h>
+
+/* Maps are keyed by the ifindex of the shaped port. ifindex is unique only within one network
+ * namespace while one program and one set of maps serve every namespace of a lab, so the lab
+ * must give its ports lab-unique ifindexes; fabemu_ports records which namespace owns each key
+ * so that a clash is refused at attach time instead of silently sharing a shape. */
+#define FABEMU_MAX_LINKS 16384
+
+/* Queue-delay histogram: bucket 0 holds delays below 1024 ns, bucket i (1..15) holds
+ * [2^(9+i), 2^(10+i)) ns, the last bucket everything from ~16.8 ms up. */
+#define FABEMU_HIST_BUCKETS 16
+#define FABEMU_HIST_SHIFT 10
+
+/* Probabilities are u32 fractions of 2^32; FABEMU_PROB_ALWAYS is certainty (1.0 itself does
+ * not fit in 32 bits). */
+#define FABEMU_PROB_ALWAYS 0xffffffffU
+
+enum fabemu_link_flags {
+  FABEMU_LINK_DOWN = 1U << 0,       /* drop every packet */
+  FABEMU_LINK_NO_REORDER = 1U << 1, /* jitter never lets a packet leave before its elder */
+  FABEMU_LINK_POLICER = 1U << 2,    /* no fq: account the virtual queue, never set tstamp */
+  FABEMU_LINK_GE = 1U << 3,         /* Gilbert-Elliott loss instead of Bernoulli */
+};
+
+/* One direction of one link, written by user space, read by the datapath. Zero means "not
+ * limited" for rate and both queue limits and "off" for delay, jitter, loss and ECN. */
+struct fabemu_link_cfg {
+  __u64 rate_bps;         /* bit/s of wire bytes (the L2 frame + overhead_bytes) */
+  __u64 delay_ns;         /* added to every departure (propagation) */
+  __u64 jitter_ns;        /* departure moves uniformly within [-jitter, +jitter] */
+  __u64 queue_ns;         /* tail drop when a packet would wait longer than this */
+  __u64 queue_bytes;      /* tail drop when the backlog including the packet exceeds this */
+  __u64 ecn_threshold_ns; /* set CE on ECT packets that wait longer than this */
+  __u64 seed;             /* PRNG seed; a new seed restarts the loss and jitter sequences */
+  __u32 loss;             /* Bernoulli drop probability */
+  __u32 ge_p;             /* Gilbert-Elliott: P(good -> bad) per packet */
+  __u32 ge_r;             /* P(bad -> good) per packet */
+  __u32 ge_loss_bad;      /* drop probability in the bad state */
+  __u32 ge_loss_good;     /* drop probability in the good state */
+  __u32 flags;            /* enum fabemu_link_flags */
+  __u32 overhead_bytes; /* added to each frame's length for the rate (e.g. 24: preamble+FCS+IFG) */
+  __u32 pad;
+};
+
+/* The datapath's memory of a link, written only by the program under `lock`. User space
+ * creates it zeroed; a zeroed or re-seeded state starts its PRNG from cfg.seed. */
+struct fabemu_link_state {
+  struct bpf_spin_lock lock;
+  __u32 ge_bad;      /* Gilbert-Elliott: 1 while in the bad state */
+  __u64 next_ns;     /* virtual clock: when the link is free to send the next frame */
+  __u64 rate_rem;    /* remainder of the last transmission-time division, carried so
+                        that rates which do not divide 8e9 do not drift */
+  __u64 last_tstamp; /* the last departure handed out, for FABEMU_LINK_NO_REORDER */
+  __u64 prng;        /* splitmix64 state */
+  __u64 seeded_from; /* cfg.seed that `prng` started from */
+  __u64 seeded;      /* 0 until the PRNG has been seeded */
+};
+
+/* Per-CPU counters of a link; user space sums the CPUs. */
+struct fabemu_link_counters {
+  __u64 packets; /* handed on (passed or scheduled) */
+  __u64 bytes;
+  __u64 drop_down;
+  __u64 drop_loss;
+  __u64 drop_queue;
+  __u64 ce_marks;
+  __u64 queue_delay_hist[FABEMU_HIST_BUCKETS]; /* of packets handed on */
+};
+
+/* Who shapes a key: the namespace (nsfs device and inode) and name of the port, written by
+ * user space at attach time and never read by the datapath. */
+struct fabemu_port {
+  __u64 netns_dev;
+  __u64 netns_ino;
+  __u8 ifname[16];
+};
+
+#endif /* FABEMU_EBPF_LINK_SHAPER_H_ */

@@ -1,0 +1,203 @@
+// Attaching the link model at clsact egress with libbpf, from a thread inside the port's
+// namespace (rtnetlink and ifindexes are per namespace).
+#include "shaping/attachment.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "apply/netns.h"
+#include "ebpf/link_shaper.h"
+
+namespace fabemu {
+
+namespace {
+
+// Our filter's identity on the hook. Priority 1 runs before filters added at tc's default
+// priority; the handle is arbitrary but fixed, so a re-attach replaces rather than stacks.
+constexpr uint32_t kTcHandle = 0xfabe;
+constexpr uint32_t kTcPriority = 1;
+
+struct NsId {
+  uint64_t dev = 0, ino = 0;
+};
+
+// Runs f(namespace identity) on a new thread that has joined the namespace at `path`; with an empty
+// path, on a thread of the caller's namespace. The caller's own threads never change namespace.
+template <typename F>
+auto in_namespace(const std::string& path, F&& f) -> decltype(f(NsId{})) {
+  using R = decltype(f(NsId{}));
+  std::optional<R> out;
+  std::thread worker([&] {
+    const std::string ns = path.empty() ? "/proc/thread-self/ns/net" : path;
+    auto fd = open_namespace(ns);
+    if (!fd) return void(out.emplace(fd.error()));
+    struct stat st {};
+    if (::fstat(fd->get(), &st) != 0) return void(out.emplace(errno_error("stat " + ns)));
+    if (!path.empty()) {
+      auto entered = enter_namespace(fd->get(), CLONE_NEWNET, path);
+      if (!entered) return void(out.emplace(entered.error()));
+    }
+    out.emplace(f(NsId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}));
+  });
+  worker.join();
+  return std::move(*out);
+}
+
+std::string where(const std::string& ifname, const std::string& netns_path) {
+  return ifname + (netns_path.empty() ? "" : " in " + netns_path);
+}
+
+bpf_tc_hook egress_hook(uint32_t ifindex, bpf_tc_attach_point point = BPF_TC_EGRESS) {
+  bpf_tc_hook hook{};
+  hook.sz = sizeof(hook);
+  hook.ifindex = static_cast<int>(ifindex);
+  hook.attach_point = point;
+  return hook;
+}
+
+bpf_tc_opts filter_opts(int prog_fd) {
+  bpf_tc_opts opts{};
+  opts.sz = sizeof(opts);
+  opts.prog_fd = prog_fd;
+  opts.handle = kTcHandle;
+  opts.priority = kTcPriority;
+  return opts;
+}
+
+// Records that (namespace, ifname) shapes key `ifindex`, unless another namespace's port does.
+Result<void> claim_port(int ports_fd, uint32_t ifindex, NsId ns, const std::string& ifname,
+                        const std::string& what) {
+  fabemu_port rec{};
+  if (bpf_map_lookup_elem(ports_fd, &ifindex, &rec) == 0 &&
+      (rec.netns_dev != ns.dev || rec.netns_ino != ns.ino)) {
+    std::string other(reinterpret_cast<const char*>(rec.ifname),
+                      strnlen(reinterpret_cast<const char*>(rec.ifname), sizeof(rec.ifname)));
+    return make_error("attaching the link shaper to " + what + ": its ifindex " +
+                          std::to_string(ifindex) + " already names port " + other +
+                          " of another namespace (the maps are keyed by ifindex; give the lab's "
+                          "ports lab-unique ifindexes)",
+                      EEXIST);
+  }
+  rec = {};
+  rec.netns_dev = ns.dev;
+  rec.netns_ino = ns.ino;
+  std::memcpy(rec.ifname, ifname.data(), std::min(ifname.size(), sizeof(rec.ifname) - 1));
+  if (int err = bpf_map_update_elem(ports_fd, &ifindex, &rec, BPF_ANY); err < 0)
+    return make_error("recording port " + what + " in the ports map", -err);
+  return ok();
+}
+
+// Forgets the port record if it is still ours.
+void unclaim_port(int ports_fd, uint32_t ifindex, uint64_t dev, uint64_t ino) {
+  fabemu_port rec{};
+  if (bpf_map_lookup_elem(ports_fd, &ifindex, &rec) == 0 && rec.netns_dev == dev &&
+      rec.netns_ino == ino)
+    bpf_map_delete_elem(ports_fd, &ifindex);
+}
+
+}  // namespace
+
+Result<ShaperAttachment> ShaperAttachment::create(int prog_fd, int ports_fd,
+                                                  const std::string& netns_path,
+                                                  const std::string& ifname) {
+  const std::string what = where(ifname, netns_path);
+  UniqueFd ports(::fcntl(ports_fd, F_DUPFD_CLOEXEC, 0));
+  if (!ports.valid()) return errno_error("duplicating the ports map fd for " + what);
+  return in_namespace(netns_path, [&](NsId ns) -> Result<ShaperAttachment> {
+    unsigned ifindex = ::if_nametoindex(ifname.c_str());
+    if (ifindex == 0) return errno_error("finding port " + what);
+    FABEMU_TRY(claim_port(ports.get(), ifindex, ns, ifname, what));
+
+    ShaperAttachment a;
+    a.netns_path_ = netns_path;
+    a.ifname_ = ifname;
+    a.ifindex_ = ifindex;
+    a.netns_dev_ = ns.dev;
+    a.netns_ino_ = ns.ino;
+    a.ports_fd_ = std::move(ports);
+    bpf_tc_hook hook = egress_hook(ifindex);
+    int err = bpf_tc_hook_create(&hook);
+    if (err < 0 && err != -EEXIST) {
+      unclaim_port(a.ports_fd_.get(), ifindex, ns.dev, ns.ino);
+      return make_error("creating the clsact qdisc on " + what, -err);
+    }
+    a.created_hook_ = err == 0;
+    a.attached_ = true;  // from here on, the destructor undoes what was made
+    bpf_tc_opts opts = filter_opts(prog_fd);
+    opts.flags = BPF_TC_F_REPLACE;
+    if (err = bpf_tc_attach(&hook, &opts); err < 0)
+      return make_error("attaching the link shaper at the egress of " + what, -err);
+    return a;
+  });
+}
+
+ShaperAttachment::ShaperAttachment(ShaperAttachment&& o) noexcept
+    : netns_path_(std::move(o.netns_path_)),
+      ifname_(std::move(o.ifname_)),
+      ifindex_(o.ifindex_),
+      netns_dev_(o.netns_dev_),
+      netns_ino_(o.netns_ino_),
+      created_hook_(o.created_hook_),
+      attached_(std::exchange(o.attached_, false)),
+      ports_fd_(std::move(o.ports_fd_)) {}
+
+ShaperAttachment& ShaperAttachment::operator=(ShaperAttachment&& o) noexcept {
+  if (this == &o) return *this;
+  if (attached_) {
+    if (auto r = detach(); !r) std::fprintf(stderr, "fabemu: %s\n", r.error().what().c_str());
+  }
+  netns_path_ = std::move(o.netns_path_);
+  ifname_ = std::move(o.ifname_);
+  ifindex_ = o.ifindex_;
+  netns_dev_ = o.netns_dev_;
+  netns_ino_ = o.netns_ino_;
+  created_hook_ = o.created_hook_;
+  attached_ = std::exchange(o.attached_, false);
+  ports_fd_ = std::move(o.ports_fd_);
+  return *this;
+}
+
+ShaperAttachment::~ShaperAttachment() {
+  if (!attached_) return;
+  if (auto r = detach(); !r) std::fprintf(stderr, "fabemu: %s\n", r.error().what().c_str());
+}
+
+Result<void> ShaperAttachment::detach() {
+  if (!attached_) return ok();
+  attached_ = false;
+  const std::string what = where(ifname_, netns_path_);
+  if (ports_fd_.valid()) unclaim_port(ports_fd_.get(), ifindex_, netns_dev_, netns_ino_);
+  if (!netns_path_.empty() && ::access(netns_path_.c_str(), F_OK) != 0 && errno == ENOENT)
+    return ok();  // the namespace went, and its ports and hooks with it
+  return in_namespace(netns_path_, [&](NsId ns) -> Result<void> {
+    if (ns.dev != netns_dev_ || ns.ino != netns_ino_) return ok();  // another namespace now
+    char name[IF_NAMESIZE] = {};
+    if (!::if_indextoname(ifindex_, name) || ifname_ != name) return ok();  // the port went
+    bpf_tc_hook hook = egress_hook(ifindex_);
+    bpf_tc_opts opts = filter_opts(0);  // detach wants no prog_fd
+    int err = bpf_tc_detach(&hook, &opts);
+    if (err < 0 && err != -ENOENT)
+      return make_error("detaching the link shaper from " + what, -err);
+    if (created_hook_) {
+      bpf_tc_hook both =
+          egress_hook(ifindex_, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+      err = bpf_tc_hook_destroy(&both);
+      if (err < 0 && err != -ENOENT && err != -EINVAL)
+        return make_error("removing the clsact qdisc of " + what, -err);
+    }
+    return ok();
+  });
+}
+
+}  // namespace fabemu

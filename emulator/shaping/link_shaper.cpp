@@ -1,0 +1,201 @@
+// Loading the link-model skeleton, pinning its maps per lab, and reading and writing them.
+#include "shaping/link_shaper.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "link_shaper.skel.h"
+#include "shaping/bpffs.h"
+#include "shaping/link_cfg.h"
+
+namespace fabemu {
+
+namespace {
+
+// libbpf lays per-CPU values out at 8-byte strides; ours must need no padding to match.
+static_assert(sizeof(fabemu_link_counters) % 8 == 0);
+
+std::string port(uint32_t ifindex) {
+  return "ifindex " + std::to_string(ifindex);
+}
+
+// Creates a map entry unless it exists: the datapath's state and counters survive a new shape.
+Result<void> create_if_absent(int fd, uint32_t key, const void* value, const std::string& what) {
+  int err = bpf_map_update_elem(fd, &key, value, BPF_NOEXIST);
+  if (err < 0 && err != -EEXIST) return make_error(what, -err);
+  return ok();
+}
+
+Result<void> delete_if_present(int fd, uint32_t key, const std::string& what) {
+  int err = bpf_map_delete_elem(fd, &key);
+  if (err < 0 && err != -ENOENT) return make_error(what, -err);
+  return ok();
+}
+
+Result<int> possible_cpus() {
+  int n = libbpf_num_possible_cpus();
+  if (n <= 0) return make_error("counting possible CPUs", -n);
+  return n;
+}
+
+}  // namespace
+
+void LinkShaper::Destroy::operator()(link_shaper* s) const {
+  link_shaper__destroy(s);
+}
+
+LinkShaper::LinkShaper(std::unique_ptr<link_shaper, Destroy> skel, std::string pin_dir)
+    : skel_(std::move(skel)), pin_dir_(std::move(pin_dir)) {}
+LinkShaper::LinkShaper(LinkShaper&&) noexcept = default;
+LinkShaper& LinkShaper::operator=(LinkShaper&&) noexcept = default;
+LinkShaper::~LinkShaper() = default;  // pinned maps stay; attachments hold the program
+
+Result<LinkShaper> LinkShaper::load(const ShaperOptions& options) {
+  std::unique_ptr<link_shaper, Destroy> skel(link_shaper__open());
+  if (!skel) return errno_error("opening the link shaper BPF object");
+  if (!options.pin_dir.empty()) {
+    FABEMU_TRY(make_pin_dir(options.pin_dir));
+    for (bpf_map* map : {skel->maps.fabemu_cfg, skel->maps.fabemu_state, skel->maps.fabemu_counters,
+                         skel->maps.fabemu_ports}) {
+      std::string path = options.pin_dir + "/" + bpf_map__name(map);
+      if (int err = bpf_map__set_pin_path(map, path.c_str()); err < 0)
+        return make_error("setting the pin path " + path, -err);
+    }
+  }
+  if (int err = link_shaper__load(skel.get()); err < 0) {
+    std::string msg = "loading the link shaper BPF program (libbpf's log above says why)";
+    if (!options.pin_dir.empty())
+      msg += "; maps pinned under " + options.pin_dir +
+             " by an incompatible fabemu are not reused: take the lab down first";
+    return make_error(msg, -err);
+  }
+  return LinkShaper(std::move(skel), options.pin_dir);
+}
+
+int LinkShaper::prog_fd() const {
+  return bpf_program__fd(skel_->progs.fabemu_shape);
+}
+int LinkShaper::cfg_fd() const {
+  return bpf_map__fd(skel_->maps.fabemu_cfg);
+}
+int LinkShaper::state_fd() const {
+  return bpf_map__fd(skel_->maps.fabemu_state);
+}
+int LinkShaper::counters_fd() const {
+  return bpf_map__fd(skel_->maps.fabemu_counters);
+}
+int LinkShaper::ports_fd() const {
+  return bpf_map__fd(skel_->maps.fabemu_ports);
+}
+
+Result<ShaperAttachment> LinkShaper::attach(const std::string& netns_path,
+                                            const std::string& ifname) {
+  return ShaperAttachment::create(prog_fd(), ports_fd(), netns_path, ifname);
+}
+
+Result<void> LinkShaper::set(uint32_t ifindex, const fabemu_link_cfg& cfg) {
+  const std::string what = "setting the shape of " + port(ifindex);
+  // State and counters first, so that the datapath finds them with the config.
+  fabemu_link_state state{};
+  FABEMU_TRY(create_if_absent(state_fd(), ifindex, &state, what + ": creating its state"));
+  auto cpus = possible_cpus();
+  if (!cpus) return cpus.error().context(what);
+  std::vector<fabemu_link_counters> zero(static_cast<size_t>(*cpus));
+  FABEMU_TRY(create_if_absent(counters_fd(), ifindex, zero.data(), what + ": creating counters"));
+  if (int err = bpf_map_update_elem(cfg_fd(), &ifindex, &cfg, BPF_ANY); err < 0)
+    return make_error(what, -err);
+  return ok();
+}
+
+Result<void> LinkShaper::set(uint32_t ifindex, const LinkShape& shape, uint64_t seed,
+                             bool policer) {
+  return set(ifindex, to_cfg(shape, seed, policer));
+}
+
+Result<fabemu_link_cfg> LinkShaper::get(uint32_t ifindex) const {
+  fabemu_link_cfg cfg{};
+  if (int err = bpf_map_lookup_elem(cfg_fd(), &ifindex, &cfg); err < 0)
+    return make_error("reading the shape of " + port(ifindex), -err);
+  return cfg;
+}
+
+Result<void> LinkShaper::remove(uint32_t ifindex) {
+  const std::string what = "removing the shape of " + port(ifindex);
+  FABEMU_TRY(delete_if_present(cfg_fd(), ifindex, what));  // first: the datapath stops here
+  FABEMU_TRY(delete_if_present(state_fd(), ifindex, what + ": its state"));
+  FABEMU_TRY(delete_if_present(counters_fd(), ifindex, what + ": its counters"));
+  return ok();
+}
+
+Result<void> LinkShaper::reset_state(uint32_t ifindex) {
+  fabemu_link_state zero{};
+  // BPF_F_LOCK copies under the element's spin lock, so a packet in flight sees old or new.
+  if (int err = bpf_map_update_elem(state_fd(), &ifindex, &zero, BPF_F_LOCK); err < 0)
+    return make_error("resetting the state of " + port(ifindex), -err);
+  return ok();
+}
+
+Result<LinkCounters> LinkShaper::counters(uint32_t ifindex) const {
+  auto cpus = possible_cpus();
+  if (!cpus) return cpus.error();
+  std::vector<fabemu_link_counters> per_cpu(static_cast<size_t>(*cpus));
+  if (int err = bpf_map_lookup_elem(counters_fd(), &ifindex, per_cpu.data()); err < 0)
+    return make_error("reading the counters of " + port(ifindex), -err);
+  LinkCounters sum;
+  for (const fabemu_link_counters& c : per_cpu) {
+    sum.packets += c.packets;
+    sum.bytes += c.bytes;
+    sum.drop_down += c.drop_down;
+    sum.drop_loss += c.drop_loss;
+    sum.drop_queue += c.drop_queue;
+    sum.ce_marks += c.ce_marks;
+    for (size_t i = 0; i < sum.queue_delay_hist.size(); ++i)
+      sum.queue_delay_hist[i] += c.queue_delay_hist[i];
+  }
+  return sum;
+}
+
+namespace {
+
+// Every key of a map keyed by u32, ascending.
+Result<std::vector<uint32_t>> keys_of(int fd, const std::string& what) {
+  std::vector<uint32_t> keys;
+  uint32_t key = 0, next = 0;
+  const void* prev = nullptr;  // null: start from the first key
+  int err;
+  while ((err = bpf_map_get_next_key(fd, prev, &next)) == 0) {
+    keys.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  if (err != -ENOENT) return make_error("listing " + what, -err);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+}  // namespace
+
+Result<std::vector<uint32_t>> LinkShaper::shaped() const {
+  return keys_of(cfg_fd(), "shaped ports");
+}
+
+Result<std::vector<ShapedPort>> LinkShaper::ports() const {
+  auto keys = keys_of(ports_fd(), "attached ports");
+  if (!keys) return keys.error();
+  std::vector<ShapedPort> out;
+  for (uint32_t k : *keys) {
+    fabemu_port rec{};
+    if (bpf_map_lookup_elem(ports_fd(), &k, &rec) != 0) continue;  // detached meanwhile
+    const char* name = reinterpret_cast<const char*>(rec.ifname);
+    out.push_back(
+        {k, rec.netns_dev, rec.netns_ino, std::string(name, strnlen(name, sizeof(rec.ifname)))});
+  }
+  return out;
+}
+
+}  // namespace fabemu

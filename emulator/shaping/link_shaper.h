@@ -1,0 +1,93 @@
+// LinkShaper: the loaded link-model program with its maps (pinned per lab), live shape updates,
+// counters, and attachment to emulated ports.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ebpf/link_shaper.h"
+#include "scenario/scenario.h"
+#include "shaping/attachment.h"
+#include "util/result.h"
+
+struct link_shaper;  // the bpftool skeleton, kept out of this header
+
+namespace fabemu {
+
+// One port's counters, summed over CPUs.
+struct LinkCounters {
+  uint64_t packets = 0, bytes = 0;
+  uint64_t drop_down = 0, drop_loss = 0, drop_queue = 0;
+  uint64_t ce_marks = 0;
+  std::array<uint64_t, FABEMU_HIST_BUCKETS> queue_delay_hist{};  // see ebpf/link_shaper.h
+
+  uint64_t drops() const { return drop_down + drop_loss + drop_queue; }
+};
+
+// A port somebody attached to, as recorded in the ports map.
+struct ShapedPort {
+  uint32_t ifindex = 0;
+  uint64_t netns_dev = 0, netns_ino = 0;
+  std::string ifname;
+};
+
+struct ShaperOptions {
+  // A bpffs directory for the maps (see lab_pin_dir); maps already pinned there are reused, so
+  // every process of a lab reads and writes the same shapes. Empty: the maps live as long as
+  // this object and the attachments made from it.
+  std::string pin_dir;
+};
+
+class LinkShaper {
+ public:
+  // Opens, verifies and loads the program; creates or reuses the maps. One per process is
+  // enough: a single program serves every port of every namespace.
+  static Result<LinkShaper> load(const ShaperOptions& options = {});
+
+  LinkShaper(LinkShaper&&) noexcept;
+  LinkShaper& operator=(LinkShaper&&) noexcept;
+  ~LinkShaper();
+
+  // Attaches the program at the egress of `ifname` inside the network namespace pinned at
+  // `netns_path` ("" = the caller's namespace). The attachment stays valid after this object
+  // is gone (the kernel holds the program), and detaches when it is destroyed.
+  Result<ShaperAttachment> attach(const std::string& netns_path, const std::string& ifname);
+
+  // Sets the shape of the port with this ifindex, live: the next packet sees it. The port's
+  // virtual clock and loss sequence carry on unless the seed changes.
+  Result<void> set(uint32_t ifindex, const fabemu_link_cfg& cfg);
+  Result<void> set(uint32_t ifindex, const LinkShape& shape, uint64_t seed, bool policer);
+  Result<fabemu_link_cfg> get(uint32_t ifindex) const;
+  // Stops shaping the port (its packets pass untouched) and forgets its state and counters.
+  Result<void> remove(uint32_t ifindex);
+  // Empties the port's virtual queue and restarts its PRNG from the configured seed.
+  Result<void> reset_state(uint32_t ifindex);
+
+  Result<LinkCounters> counters(uint32_t ifindex) const;
+  // Every shaped port (config present), ascending by ifindex.
+  Result<std::vector<uint32_t>> shaped() const;
+  // Every attached port as recorded by attach().
+  Result<std::vector<ShapedPort>> ports() const;
+
+  // The program, for BPF_PROG_TEST_RUN and for other attach methods (tcx).
+  int prog_fd() const;
+  const std::string& pin_dir() const { return pin_dir_; }
+
+ private:
+  struct Destroy {
+    void operator()(link_shaper* s) const;
+  };
+  LinkShaper(std::unique_ptr<link_shaper, Destroy> skel, std::string pin_dir);
+  int cfg_fd() const;
+  int state_fd() const;
+  int counters_fd() const;
+  int ports_fd() const;
+
+  std::unique_ptr<link_shaper, Destroy> skel_;
+  std::string pin_dir_;
+};
+
+}  // namespace fabemu

@@ -1,0 +1,623 @@
+// The eBPF link model on the running kernel: BPF_PROG_TEST_RUN on crafted frames, map pinning,
+// attachment, and UDP through a policed veth between two namespaces.
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <gtest/gtest.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/pkt_cls.h>
+#include <linux/udp.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "apply/netns.h"
+#include "apply/rtnl.h"
+#include "doctor/bpf_attach.h"
+#include "shaping/bpffs.h"
+#include "shaping/link_cfg.h"
+#include "shaping/link_shaper.h"
+
+namespace fabemu {
+namespace {
+
+using namespace std::chrono_literals;
+
+// BPF_PROG_TEST_RUN gives the skb the loopback device of the caller's namespace for ifindex 1,
+// and the maps of an unpinned LinkShaper belong to this process alone: no port is touched.
+constexpr uint32_t kLo = 1;
+
+std::optional<std::string> bpf_unavailable() {
+  if (::geteuid() != 0) return "needs root (CAP_BPF, CAP_NET_ADMIN)";
+  auto probe = doctor::load_pass_sched_cls();
+  if (!probe) return "this kernel loads no SCHED_CLS program: " + probe.error().what();
+  return std::nullopt;
+}
+
+uint64_t mono_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock of bpf_ktime_get_ns
+  return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
+}
+
+uint16_t ip_checksum(const uint8_t* h, size_t len) {
+  uint32_t sum = 0;
+  for (size_t i = 0; i + 1 < len; i += 2) sum += uint32_t(h[i] << 8 | h[i + 1]);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return uint16_t(~sum);
+}
+
+// An Ethernet + IPv4 + UDP frame of `size` bytes with the given ECN codepoint.
+std::vector<uint8_t> udp_frame(size_t size, uint8_t ecn = 2 /* ECT(0) */) {
+  std::vector<uint8_t> f(size, 0x5a);
+  ethhdr eth{{2, 0, 0, 0, 0, 2}, {2, 0, 0, 0, 0, 1}, htons(ETH_P_IP)};
+  iphdr ip{};
+  ip.ihl = 5;
+  ip.version = 4;
+  ip.tos = ecn;
+  ip.tot_len = htons(uint16_t(size - sizeof(eth)));
+  ip.ttl = 64;
+  ip.protocol = IPPROTO_UDP;
+  ip.saddr = htonl(0x0a000001);
+  ip.daddr = htonl(0x0a000002);
+  ip.check = htons(ip_checksum(reinterpret_cast<const uint8_t*>(&ip), sizeof(ip)));
+  udphdr udp{htons(12345), htons(9000), htons(uint16_t(size - sizeof(eth) - sizeof(ip))), 0};
+  std::memcpy(f.data(), &eth, sizeof(eth));
+  std::memcpy(f.data() + sizeof(eth), &ip, sizeof(ip));
+  std::memcpy(f.data() + sizeof(eth) + sizeof(ip), &udp, sizeof(udp));
+  return f;
+}
+
+struct Verdict {
+  int action = -1;  // TC_ACT_OK, TC_ACT_SHOT
+  uint64_t tstamp = 0;
+  std::vector<uint8_t> frame;
+};
+
+class ShaperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = bpf_unavailable()) GTEST_SKIP() << *why;
+    auto s = LinkShaper::load();
+    ASSERT_TRUE(s) << s.error().what();  // the kernel loads BPF: this program must load too
+    shaper_.emplace(std::move(*s));
+  }
+
+  Verdict run(const std::vector<uint8_t>& frame, uint32_t ifindex = kLo, uint64_t tstamp = 0) {
+    __sk_buff ctx{}, ctx_out{};
+    ctx.ifindex = ifindex;
+    ctx.tstamp = tstamp;
+    Verdict v;
+    v.frame.resize(frame.size() + 64);
+    bpf_test_run_opts opts{};
+    opts.sz = sizeof(opts);
+    opts.data_in = frame.data();
+    opts.data_size_in = uint32_t(frame.size());
+    opts.data_out = v.frame.data();
+    opts.data_size_out = uint32_t(v.frame.size());
+    opts.ctx_in = &ctx;
+    opts.ctx_size_in = sizeof(ctx);
+    opts.ctx_out = &ctx_out;
+    opts.ctx_size_out = sizeof(ctx_out);
+    opts.repeat = 1;
+    int err = bpf_prog_test_run_opts(shaper_->prog_fd(), &opts);
+    EXPECT_EQ(err, 0) << "BPF_PROG_TEST_RUN: " << std::strerror(-err);
+    v.action = int(opts.retval);
+    v.tstamp = ctx_out.tstamp;
+    v.frame.resize(opts.data_size_out);
+    return v;
+  }
+
+  void set(const fabemu_link_cfg& cfg, uint32_t ifindex = kLo) {
+    auto r = shaper_->set(ifindex, cfg);
+    ASSERT_TRUE(r) << r.error().what();
+  }
+  LinkCounters counters(uint32_t ifindex = kLo) {
+    auto c = shaper_->counters(ifindex);
+    EXPECT_TRUE(c) << c.error().what();
+    return c ? *c : LinkCounters{};
+  }
+  // Expects frames of `frame_bytes` (+ overhead) sent back to back to leave exactly
+  // wire*8e9/rate ns apart (the remainder carried), the first at now + serialization + delay.
+  void expect_departures(uint64_t rate, uint64_t delay, size_t frame_bytes, uint32_t overhead,
+                         int n) {
+    using u128 = unsigned __int128;  // the reference arithmetic must not overflow either
+    const u128 wire_bits_ns = u128(frame_bytes + overhead) * 8'000'000'000ull;
+    const auto frame = udp_frame(frame_bytes);
+    const uint64_t before = mono_ns();
+    const Verdict first = run(frame);
+    const uint64_t after = mono_ns();
+    ASSERT_EQ(first.action, TC_ACT_OK);
+    const uint64_t tx0 = uint64_t(wire_bits_ns / rate);
+    EXPECT_GE(first.tstamp, before + tx0 + delay);
+    EXPECT_LE(first.tstamp, after + tx0 + delay);
+    for (int k = 1; k < n; ++k) {
+      Verdict v = run(frame);
+      ASSERT_EQ(v.action, TC_ACT_OK);
+      const uint64_t expected = uint64_t(wire_bits_ns * u128(k + 1) / rate) - tx0;
+      EXPECT_EQ(v.tstamp - first.tstamp, expected) << "frame " << k << " at " << rate << " bit/s";
+    }
+  }
+
+  // Which of n frames the link drops.
+  std::vector<bool> drops(int n) {
+    std::vector<bool> out;
+    auto frame = udp_frame(200);
+    for (int i = 0; i < n; ++i) out.push_back(run(frame).action == TC_ACT_SHOT);
+    return out;
+  }
+
+  std::optional<LinkShaper> shaper_;
+};
+
+// A config with a rate and no queue limit, so that a backlog of any length can build.
+fabemu_link_cfg unqueued(uint64_t rate_bps, uint64_t delay_ns = 0) {
+  LinkShape s;
+  s.rate_bps = rate_bps;
+  s.delay_ns = delay_ns;
+  fabemu_link_cfg cfg = to_cfg(s, 1, false);
+  cfg.queue_ns = 0;
+  return cfg;
+}
+
+TEST_F(ShaperTest, DeparturesAreSpacedBySerializationTimePlusDelay) {
+  // 1000-byte frames at 100 kbit/s: 80 ms each, so a backlog stays however slow the test runs.
+  set(unqueued(100'000, 50'000));
+  expect_departures(100'000, 50'000, 1000, 0, 10);
+}
+
+TEST_F(ShaperTest, RatesFrom1KbitTo400GbitDoNotOverflow) {
+  set(unqueued(1'000));  // 1500 bytes at 1 kbit/s: 12 s per frame
+  expect_departures(1'000, 0, 1500, 0, 4);
+  // 400 Gbit/s serializes a frame in tens of ns, faster than test runs follow each other; a
+  // large per-frame overhead makes the backlog that shows the arithmetic.
+  fabemu_link_cfg cfg = unqueued(400'000'000'000ull, 2'000);
+  cfg.overhead_bytes = 4'000'000;
+  ASSERT_TRUE(shaper_->remove(kLo));  // forget the 1 kbit/s backlog
+  set(cfg);
+  expect_departures(400'000'000'000ull, 2'000, 1500, 4'000'000, 10);
+  // A rate that does not divide 8e9: the remainder is carried, so no drift accumulates.
+  ASSERT_TRUE(shaper_->remove(kLo));
+  cfg = unqueued(3'000'000'000ull);
+  cfg.overhead_bytes = 10'000'000;
+  set(cfg);
+  expect_departures(3'000'000'000ull, 0, 1000, 10'000'000, 20);  // 26669333.3 ns each
+}
+
+TEST_F(ShaperTest, At400GbitAnIdleLinkAdds30nsPerFrame) {
+  LinkShape s;
+  s.rate_bps = 400'000'000'000ull;
+  set(to_cfg(s, 1, false));
+  for (int i = 0; i < 100; ++i) {
+    uint64_t before = mono_ns();
+    Verdict v = run(udp_frame(1500));
+    uint64_t after = mono_ns();
+    ASSERT_EQ(v.action, TC_ACT_OK);
+    EXPECT_GE(v.tstamp, before + 30);  // 1500 * 8 / 400e9 s
+    EXPECT_LE(v.tstamp, after + 30 * (i + 1));
+  }
+}
+
+TEST_F(ShaperTest, QueueLimitTailDrops) {
+  // 10 kbit/s: 0.8 s per 1000-byte frame; frame k waits ~0.8k s, so a 2 s limit keeps 3 (with
+  // 0.4 s to spare for a slow machine).
+  LinkShape s;
+  s.rate_bps = 10'000;
+  s.queue_ns = 2'000'000'000;
+  set(to_cfg(s, 1, false));
+  std::vector<int> actions;
+  for (int i = 0; i < 6; ++i) actions.push_back(run(udp_frame(1000)).action);
+  EXPECT_EQ(actions, (std::vector<int>{TC_ACT_OK, TC_ACT_OK, TC_ACT_OK, TC_ACT_SHOT, TC_ACT_SHOT,
+                                       TC_ACT_SHOT}));
+  LinkCounters c = counters();
+  EXPECT_EQ(c.packets, 3u);
+  EXPECT_EQ(c.drop_queue, 3u);
+  EXPECT_EQ(c.bytes, 3000u);
+  uint64_t in_hist = 0;
+  for (uint64_t n : c.queue_delay_hist) in_hist += n;
+  EXPECT_EQ(in_hist, c.packets);
+  EXPECT_EQ(c.queue_delay_hist[FABEMU_HIST_BUCKETS - 1], 2u);  // 0.8 and 1.6 s waits
+
+  // A byte limit: 2500 bytes hold the frame being sent and one more (backlog + frame > limit).
+  ASSERT_TRUE(shaper_->remove(kLo));
+  s.queue_ns.reset();
+  s.queue_bytes = 2500;
+  set(to_cfg(s, 1, false));
+  actions.clear();
+  for (int i = 0; i < 4; ++i) actions.push_back(run(udp_frame(1000)).action);
+  EXPECT_EQ(actions, (std::vector<int>{TC_ACT_OK, TC_ACT_OK, TC_ACT_SHOT, TC_ACT_SHOT}));
+}
+
+TEST_F(ShaperTest, MarksCeAboveTheThreshold) {
+  // 0.8 s per frame: waits 0, 0.8, 1.6, 2.4 s against a 1.2 s threshold.
+  LinkShape s;
+  s.rate_bps = 10'000;
+  s.ecn_threshold_ns = 1'200'000'000;
+  s.queue_ns = 10'000'000'000ull;
+  set(to_cfg(s, 1, false));
+  std::vector<int> ecn;
+  for (int i = 0; i < 4; ++i) {
+    Verdict v = run(udp_frame(1000));
+    ASSERT_EQ(v.action, TC_ACT_OK);
+    ASSERT_GE(v.frame.size(), 34u);
+    ecn.push_back(v.frame[15] & 3);
+    EXPECT_EQ(ip_checksum(v.frame.data() + 14, 20), 0) << "IPv4 checksum after marking";
+  }
+  EXPECT_EQ(ecn, (std::vector<int>{2, 2, 3, 3}));
+  // Not-ECT traffic is never marked, and not counted.
+  Verdict plain = run(udp_frame(1000, 0));
+  EXPECT_EQ(plain.frame[15] & 3, 0);
+  EXPECT_EQ(counters().ce_marks, 2u);
+}
+
+TEST_F(ShaperTest, LossRepeatsForASeedAndDiffersForAnother) {
+  LinkShape s;
+  s.loss = 0.1;
+  set(to_cfg(s, 1234, false));
+  const int n = 10'000;
+  std::vector<bool> a = drops(n);
+  set(to_cfg(s, 99, false));  // a new seed restarts the sequence from that seed
+  std::vector<bool> b = drops(n);
+  set(to_cfg(s, 1234, false));
+  std::vector<bool> a2 = drops(n);
+  EXPECT_EQ(a, a2);
+  EXPECT_NE(a, b);
+  ASSERT_TRUE(shaper_->reset_state(kLo));  // a reset restarts from the configured seed too
+  EXPECT_EQ(drops(n), a);
+
+  // 99% binomial interval for p = 0.1, n = 10000: 1000 +- 2.576 * sqrt(900) = +-77.3.
+  for (const auto* seq : {&a, &b}) {
+    long dropped = std::count(seq->begin(), seq->end(), true);
+    EXPECT_NEAR(double(dropped), 1000.0, 77.3);
+  }
+  EXPECT_EQ(counters().drop_loss, uint64_t(3 * std::count(a.begin(), a.end(), true) +
+                                           std::count(b.begin(), b.end(), true)));
+}
+
+TEST_F(ShaperTest, GilbertElliottLossComesInBursts) {
+  fabemu_link_cfg cfg = to_cfg(LinkShape{}, 5, false);
+  set_gilbert_elliott(cfg, {.p = 0.01, .r = 0.2, .loss_bad = 1, .loss_good = 0});
+  set(cfg);
+  std::vector<bool> d = drops(20'000);
+  long lost = std::count(d.begin(), d.end(), true);
+  long bursts = 0;
+  for (size_t i = 0; i < d.size(); ++i) bursts += d[i] && (i == 0 || !d[i - 1]);
+  // Stationary loss p/(p+r) = 4.8%; bursts average 1/r = 5 packets.
+  EXPECT_NEAR(double(lost) / double(d.size()), 0.01 / 0.21, 0.015);
+  ASSERT_GT(bursts, 0);
+  EXPECT_NEAR(double(lost) / double(bursts), 5.0, 1.5);
+}
+
+TEST_F(ShaperTest, DownDropsEverything) {
+  LinkShape s;
+  s.down = true;
+  set(to_cfg(s, 1, false));
+  std::vector<bool> d = drops(100);
+  EXPECT_EQ(std::count(d.begin(), d.end(), false), 0);
+  LinkCounters c = counters();
+  EXPECT_EQ(c.drop_down, 100u);
+  EXPECT_EQ(c.packets, 0u);
+  s.down = false;  // up again, live
+  set(to_cfg(s, 1, false));
+  EXPECT_EQ(run(udp_frame(100)).action, TC_ACT_OK);
+}
+
+TEST_F(ShaperTest, PortWithoutConfigPassesUntouched) {
+  std::vector<uint8_t> frame = udp_frame(300);
+  Verdict v = run(frame, kLo, 12345);
+  EXPECT_EQ(v.action, TC_ACT_OK);
+  EXPECT_EQ(v.tstamp, 12345u);
+  EXPECT_EQ(v.frame, frame);
+  EXPECT_FALSE(shaper_->counters(kLo));
+}
+
+TEST_F(ShaperTest, JitterStaysInItsWindowAndNoReorderKeepsOrder) {
+  LinkShape s;
+  s.delay_ns = 1'000'000;
+  s.jitter_ns = 500'000;
+  for (bool reorder : {true, false}) {
+    s.reorder = reorder;
+    set(to_cfg(s, 3, false));
+    uint64_t last = 0;
+    int reordered = 0;
+    for (int i = 0; i < 300; ++i) {
+      uint64_t before = mono_ns();
+      Verdict v = run(udp_frame(200));
+      uint64_t after = mono_ns();
+      if (reorder) {
+        EXPECT_GE(v.tstamp, before + 500'000);
+        EXPECT_LE(v.tstamp, after + 1'500'000);
+      }
+      reordered += v.tstamp < last;
+      last = v.tstamp;
+    }
+    if (reorder) {
+      EXPECT_GT(reordered, 0) << "+-0.5 ms jitter on frames microseconds apart";
+    } else {
+      EXPECT_EQ(reordered, 0);
+    }
+  }
+}
+
+TEST_F(ShaperTest, PolicerDropsAndMarksButNeverDelays) {
+  LinkShape s;
+  s.rate_bps = 10'000;
+  s.delay_ns = 5'000'000;
+  s.queue_ns = 2'000'000'000;
+  s.ecn_threshold_ns = 1'200'000'000;
+  set(to_cfg(s, 1, true));
+  std::vector<int> actions;
+  for (int i = 0; i < 5; ++i) {
+    Verdict v = run(udp_frame(1000), kLo, 0);
+    actions.push_back(v.action);
+    if (v.action == TC_ACT_OK) {
+      EXPECT_EQ(v.tstamp, 0u) << "a policer leaves tstamp alone";
+    }
+  }
+  EXPECT_EQ(actions, (std::vector<int>{TC_ACT_OK, TC_ACT_OK, TC_ACT_OK, TC_ACT_SHOT, TC_ACT_SHOT}));
+  LinkCounters c = counters();
+  EXPECT_EQ(c.drop_queue, 2u);
+  EXPECT_EQ(c.ce_marks, 1u);
+}
+
+// A bpf filesystem of the test's own, so that nothing is pinned under the host's /sys/fs/bpf.
+class TempBpffs {
+ public:
+  TempBpffs() {
+    char tmpl[] = "/tmp/fabemu-bpffs-XXXXXX";
+    if (!::mkdtemp(tmpl)) return;
+    dir_ = tmpl;
+    auto r = ensure_bpffs(dir_);
+    error_ = r ? "" : r.error().what();
+  }
+  ~TempBpffs() {
+    if (dir_.empty()) return;
+    ::umount2(dir_.c_str(), MNT_DETACH);
+    ::rmdir(dir_.c_str());
+  }
+  const std::string& dir() const { return dir_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string dir_, error_ = "mkdtemp failed";
+};
+
+TEST_F(ShaperTest, PinnedMapsAreSharedByEveryLoadOfALab) {
+  TempBpffs fs;
+  ASSERT_TRUE(fs.error().empty()) << fs.error();
+  const std::string dir = lab_pin_dir("pintest", fs.dir());
+  LinkShape s;
+  s.rate_bps = 10'000'000'000ull;
+  {
+    auto a = LinkShaper::load({dir});
+    ASSERT_TRUE(a) << a.error().what();
+    ASSERT_TRUE(a->set(42, s, 7, true));
+    auto b = LinkShaper::load({dir});  // like a later `fabemu link set`
+    ASSERT_TRUE(b) << b.error().what();
+    auto seen = b->get(42);
+    ASSERT_TRUE(seen) << seen.error().what();
+    EXPECT_EQ(seen->rate_bps, 10'000'000'000ull);
+    EXPECT_EQ(seen->seed, 7u);
+    s.rate_bps = 25'000'000'000ull;
+    ASSERT_TRUE(b->set(42, s, 7, true));
+    EXPECT_EQ(a->get(42)->rate_bps, 25'000'000'000ull);
+  }
+  // Both processes' worth of objects are gone; the pins keep the lab's shapes.
+  EXPECT_TRUE(std::filesystem::exists(dir + "/fabemu_cfg"));
+  auto c = LinkShaper::load({dir});
+  ASSERT_TRUE(c) << c.error().what();
+  EXPECT_EQ(c->get(42)->rate_bps, 25'000'000'000ull);
+  EXPECT_EQ(*c->shaped(), std::vector<uint32_t>{42});
+  ASSERT_TRUE(c->counters(42));  // created with the shape, zero until traffic
+  ASSERT_TRUE(remove_pin_dir(dir));
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  EXPECT_FALSE(std::filesystem::exists(fs.dir() + "/fabemu"));
+}
+
+// Runs f on a thread inside the namespace behind `ns_fd`.
+template <typename F>
+void in_ns(int ns_fd, F&& f) {
+  std::thread t([&] {
+    auto r = enter_namespace(ns_fd, CLONE_NEWNET, "test namespace");
+    ASSERT_TRUE(r) << r.error().what();
+    f();
+  });
+  t.join();
+}
+
+// Two fresh namespaces, a and b, joined by a veth a0 (10.77.0.1/24) <-> b0 (10.77.0.2/24).
+class VethTest : public ShaperTest {
+ protected:
+  void SetUp() override {
+    ShaperTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    char tmpl[] = "/tmp/fabemu-shaper-XXXXXX";
+    ASSERT_TRUE(::mkdtemp(tmpl));
+    dir_ = tmpl;
+    for (auto [path, fd] : {std::pair{&ns_a_, &fd_a_}, {&ns_b_, &fd_b_}}) {
+      *path = dir_ + (path == &ns_a_ ? "/a" : "/b");
+      std::thread t([&, path = path, fd = fd] {
+        auto made = create_pinned_namespace(*path, "", "");
+        ASSERT_TRUE(made) << made.error().what();
+        *fd = std::move(*made);
+      });
+      t.join();
+      ASSERT_TRUE(fd->valid());
+    }
+    auto rtnl = RtnlSocket::open();
+    ASSERT_TRUE(rtnl) << rtnl.error().what();
+    auto veth = rtnl->add_veth(fd_a_.get(), "a0", fd_b_.get(), "b0", 1500);
+    ASSERT_TRUE(veth) << veth.error().what();
+    for (auto [fd, name, ip, index] : {std::tuple{fd_a_.get(), "a0", 0x0a4d0001u, &ifindex_a_},
+                                       {fd_b_.get(), "b0", 0x0a4d0002u, &ifindex_b_}}) {
+      in_ns(fd, [&, name = name, ip = ip, index = index] {
+        *index = ::if_nametoindex(name);
+        ASSERT_NE(*index, 0u) << name;
+        auto sock = RtnlSocket::open();
+        ASSERT_TRUE(sock) << sock.error().what();
+        ASSERT_TRUE(sock->add_address(int(*index), Prefix{Ipv4{ip}, 24}, name));
+        ASSERT_TRUE(sock->set_up(int(*index), name));
+      });
+    }
+  }
+  void TearDown() override {
+    fd_a_.reset();
+    fd_b_.reset();
+    for (const std::string& p : {ns_a_, ns_b_}) {
+      if (!p.empty()) {
+        EXPECT_TRUE(unpin_namespace(p));
+      }
+    }
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  std::string dir_, ns_a_, ns_b_;
+  UniqueFd fd_a_, fd_b_;
+  unsigned ifindex_a_ = 0, ifindex_b_ = 0;
+};
+
+// Our filter on the egress of `ifindex` in the caller's namespace: its program id, or 0.
+uint32_t attached_prog(unsigned ifindex) {
+  bpf_tc_hook hook{};
+  hook.sz = sizeof(hook);
+  hook.ifindex = int(ifindex);
+  hook.attach_point = BPF_TC_EGRESS;
+  bpf_tc_opts opts{};
+  opts.sz = sizeof(opts);
+  opts.handle = 0xfabe;
+  opts.priority = 1;
+  // No filter is a normal answer here; keep libbpf from logging the kernel's complaint.
+  libbpf_print_fn_t old = libbpf_set_print(nullptr);
+  int err = bpf_tc_query(&hook, &opts);
+  libbpf_set_print(old);
+  return err == 0 ? opts.prog_id : 0;
+}
+
+uint32_t prog_id(int fd) {
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
+}
+
+TEST_F(VethTest, AttachmentDetachesWhenDestroyedAndStaysWhenReleased) {
+  const uint32_t id = prog_id(shaper_->prog_fd());
+  {
+    auto a = shaper_->attach(ns_a_, "a0");
+    ASSERT_TRUE(a) << a.error().what();
+    EXPECT_EQ(a->ifindex(), ifindex_a_);
+    in_ns(fd_a_.get(), [&] { EXPECT_EQ(attached_prog(ifindex_a_), id); });
+    ASSERT_EQ(shaper_->ports()->size(), 1u);
+    EXPECT_EQ(shaper_->ports()->front().ifname, "a0");
+  }
+  in_ns(fd_a_.get(), [&] { EXPECT_EQ(attached_prog(ifindex_a_), 0u); });
+  EXPECT_TRUE(shaper_->ports()->empty());
+
+  auto kept = shaper_->attach(ns_a_, "a0");
+  ASSERT_TRUE(kept) << kept.error().what();
+  kept->release();  // a lab's hooks outlive the process; the namespace takes them along
+  kept = make_error("gone");
+  in_ns(fd_a_.get(), [&] { EXPECT_EQ(attached_prog(ifindex_a_), id); });
+}
+
+TEST_F(VethTest, RefusesAPortWhoseIfindexAnotherNamespaceHolds) {
+  ASSERT_EQ(ifindex_a_, ifindex_b_) << "fresh namespaces number their first device alike";
+  auto a = shaper_->attach(ns_a_, "a0");
+  ASSERT_TRUE(a) << a.error().what();
+  auto b = shaper_->attach(ns_b_, "b0");
+  ASSERT_FALSE(b);
+  EXPECT_EQ(errno_of(b.error()), EEXIST);
+  EXPECT_NE(b.error().message.find("lab-unique ifindexes"), std::string::npos) << b.error().what();
+  in_ns(fd_b_.get(), [&] { EXPECT_EQ(attached_prog(ifindex_b_), 0u); });
+}
+
+TEST_F(VethTest, PolicerCapsUdpBetweenNamespacesAndDownDropsLive) {
+  auto a = shaper_->attach(ns_a_, "a0");
+  ASSERT_TRUE(a) << a.error().what();
+  constexpr uint64_t kRate = 50'000'000, kQueueNs = 2'000'000;
+  LinkShape s;
+  s.rate_bps = kRate;
+  s.queue_ns = kQueueNs;
+  ASSERT_TRUE(shaper_->set(a->ifindex(), s, 1, /*policer=*/true));
+
+  std::atomic<bool> ready{false}, stop{false};
+  std::atomic<uint64_t> received{0};
+  std::thread receiver([&] {
+    in_ns(fd_b_.get(), [&] {
+      UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+      sockaddr_in addr{AF_INET, htons(9000), {htonl(0x0a4d0002)}, {}};
+      ASSERT_EQ(::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+      timeval tv{0, 20'000};
+      ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      ready = true;
+      char buf[2048];
+      while (!stop)
+        if (::recv(sock.get(), buf, sizeof(buf), 0) > 0) ++received;
+    });
+    ready = true;  // also when the namespace could not be entered: do not hang the sender
+  });
+  while (!ready) std::this_thread::sleep_for(1ms);
+
+  // Sends 1400-byte datagrams to b for `duration` (or `count` of them); returns seconds spent.
+  auto send = [&](std::chrono::milliseconds duration, uint64_t count) {
+    double seconds = 0;
+    in_ns(fd_a_.get(), [&] {
+      UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+      sockaddr_in addr{AF_INET, htons(9000), {htonl(0x0a4d0002)}, {}};
+      ASSERT_EQ(::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+      char payload[1400] = {};
+      auto start = std::chrono::steady_clock::now();
+      for (uint64_t i = 0; i < count && std::chrono::steady_clock::now() - start < duration; ++i)
+        ::send(sock.get(), payload, sizeof(payload), 0);  // policer drops look like success
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
+    return seconds;
+  };
+  const double seconds = send(1s, UINT64_MAX);
+  std::this_thread::sleep_for(200ms);  // whatever passed the policer has arrived by now
+  const uint64_t delivered = received;
+
+  // A policer passes the rate over the sending time plus the queue's worth of burst (ARP and
+  // IPv6 neighbour traffic take from the same budget). 1442 wire bytes per 1400-byte datagram.
+  const double wire_bits = double(delivered) * 1442 * 8;
+  const double allowed = double(kRate) * (seconds + double(kQueueNs) * 1e-9) + 1442 * 8;
+  EXPECT_GT(delivered, 0u);
+  EXPECT_LE(wire_bits, allowed * 1.01) << delivered << " datagrams in " << seconds << " s";
+  auto c = shaper_->counters(a->ifindex());
+  ASSERT_TRUE(c) << c.error().what();
+  EXPECT_GT(c->drop_queue, 0u) << "the sender offered more than 50 Mbit/s";
+  EXPECT_GE(c->packets, delivered);
+  std::printf("policed to 50 Mbit/s: %.1f Mbit/s delivered, %lu passed, %lu dropped\n",
+              wire_bits / seconds / 1e6, (unsigned long)c->packets, (unsigned long)c->drop_queue);
+
+  // Down, live, without re-attaching: nothing gets through.
+  s.down = true;
+  ASSERT_TRUE(shaper_->set(a->ifindex(), s, 1, true));
+  send(5s, 100);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(received.load(), delivered);
+  EXPECT_GE(shaper_->counters(a->ifindex())->drop_down, 100u);
+  stop = true;
+  receiver.join();
+}
+
+}  // namespace
+}  // namespace fabemu

@@ -1,0 +1,132 @@
+// Tests of the LinkShape -> datapath config conversion (no kernel involved).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+
+#include "shaping/link_cfg.h"
+
+namespace fabemu {
+namespace {
+
+TEST(ShaperCfg, EmptyShapeLimitsNothing) {
+  fabemu_link_cfg cfg = to_cfg(LinkShape{}, 7, false);
+  EXPECT_EQ(cfg.rate_bps, 0u);
+  EXPECT_EQ(cfg.delay_ns, 0u);
+  EXPECT_EQ(cfg.jitter_ns, 0u);
+  EXPECT_EQ(cfg.queue_ns, 0u);  // no rate: no queue can form, so no default limit
+  EXPECT_EQ(cfg.queue_bytes, 0u);
+  EXPECT_EQ(cfg.ecn_threshold_ns, 0u);
+  EXPECT_EQ(cfg.loss, 0u);
+  EXPECT_EQ(cfg.flags, 0u);
+  EXPECT_EQ(cfg.seed, 7u);
+}
+
+TEST(ShaperCfg, CopiesEveryField) {
+  LinkShape s;
+  s.rate_bps = 400'000'000'000ull;  // beyond 32 bits
+  s.delay_ns = 20'000;
+  s.jitter_ns = 3'000;
+  s.reorder = false;
+  s.loss = 0.01;
+  s.queue_ns = 200'000;
+  s.queue_bytes = 5'000'000;
+  s.ecn_threshold_ns = 40'000;
+  fabemu_link_cfg cfg = to_cfg(s, 42, false);
+  EXPECT_EQ(cfg.rate_bps, 400'000'000'000ull);
+  EXPECT_EQ(cfg.delay_ns, 20'000u);
+  EXPECT_EQ(cfg.jitter_ns, 3'000u);
+  EXPECT_EQ(cfg.queue_ns, 200'000u);
+  EXPECT_EQ(cfg.queue_bytes, 5'000'000u);
+  EXPECT_EQ(cfg.ecn_threshold_ns, 40'000u);
+  EXPECT_EQ(cfg.loss, probability_u32(0.01));
+  EXPECT_EQ(cfg.flags, static_cast<uint32_t>(FABEMU_LINK_NO_REORDER));
+  EXPECT_EQ(cfg.seed, 42u);
+}
+
+TEST(ShaperCfg, FlagsFollowDownReorderAndPolicer) {
+  LinkShape s;
+  s.down = true;
+  EXPECT_EQ(to_cfg(s, 0, false).flags, static_cast<uint32_t>(FABEMU_LINK_DOWN));
+  s.down = false;
+  s.reorder = true;
+  EXPECT_EQ(to_cfg(s, 0, false).flags, 0u);
+  EXPECT_EQ(to_cfg(s, 0, true).flags, static_cast<uint32_t>(FABEMU_LINK_POLICER));
+}
+
+TEST(ShaperCfg, RateWithoutQueueGetsTheDefaultQueue) {
+  LinkShape s;
+  s.rate_bps = 10'000'000;
+  EXPECT_EQ(to_cfg(s, 0, true).queue_ns, kDefaultQueueNs);
+  s.queue_bytes = 100'000;  // an explicit limit of either kind replaces the default
+  EXPECT_EQ(to_cfg(s, 0, true).queue_ns, 0u);
+  EXPECT_EQ(to_cfg(s, 0, true).queue_bytes, 100'000u);
+}
+
+TEST(ShaperCfg, AbsurdRatesAreClampedToWhatTheDatapathComputesWith) {
+  LinkShape s;
+  s.rate_bps = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ(to_cfg(s, 0, false).rate_bps, 1ull << 60);
+}
+
+TEST(ShaperCfg, ProbabilitiesAreFractionsOfTwoToThe32) {
+  EXPECT_EQ(probability_u32(0), 0u);
+  EXPECT_EQ(probability_u32(-0.5), 0u);
+  EXPECT_EQ(probability_u32(std::nan("")), 0u);
+  EXPECT_EQ(probability_u32(0.5), 1u << 31);
+  EXPECT_EQ(probability_u32(0.25), 1u << 30);
+  EXPECT_EQ(probability_u32(1), FABEMU_PROB_ALWAYS);
+  EXPECT_EQ(probability_u32(7), FABEMU_PROB_ALWAYS);
+  // Just below certainty stays a probability.
+  EXPECT_EQ(probability_u32(1 - 1e-12), FABEMU_PROB_ALWAYS - 1);
+  // 0.5% of 2^32, to the nearest integer.
+  EXPECT_EQ(probability_u32(0.005), 21474836u);
+  for (double p : {0.0, 1e-6, 0.001, 0.1, 0.5, 0.999, 1.0})
+    EXPECT_NEAR(probability_of(probability_u32(p)), p, 1e-9) << p;
+}
+
+TEST(ShaperCfg, GilbertElliottReplacesBernoulli) {
+  fabemu_link_cfg cfg = to_cfg(LinkShape{}, 0, false);
+  set_gilbert_elliott(cfg, {.p = 0.01, .r = 0.25, .loss_bad = 1, .loss_good = 0});
+  EXPECT_TRUE(cfg.flags & FABEMU_LINK_GE);
+  EXPECT_EQ(cfg.ge_p, probability_u32(0.01));
+  EXPECT_EQ(cfg.ge_r, 1u << 30);
+  EXPECT_EQ(cfg.ge_loss_bad, FABEMU_PROB_ALWAYS);
+  EXPECT_EQ(cfg.ge_loss_good, 0u);
+}
+
+TEST(ShaperCfg, ToShapeShowsWhatIsEnforced) {
+  LinkShape s;
+  s.rate_bps = 25'000'000'000ull;
+  s.delay_ns = 2'000;
+  s.loss = 0.5;
+  s.reorder = false;
+  s.down = true;
+  LinkShape back = to_shape(to_cfg(s, 1, false));
+  EXPECT_EQ(back.rate_bps, s.rate_bps);
+  EXPECT_EQ(back.delay_ns, s.delay_ns);
+  EXPECT_EQ(back.loss, 0.5);
+  EXPECT_EQ(back.reorder, false);
+  EXPECT_EQ(back.down, true);
+  EXPECT_EQ(back.queue_ns, kDefaultQueueNs);  // the default the link really has
+  EXPECT_FALSE(back.jitter_ns);
+  EXPECT_FALSE(back.ecn_threshold_ns);
+  EXPECT_TRUE(to_shape(to_cfg(LinkShape{}, 1, false)).empty());
+}
+
+TEST(ShaperCfg, LinkSeedsAreStableAndDistinct) {
+  EXPECT_EQ(link_seed(42, "leaf1>spine2"), link_seed(42, "leaf1>spine2"));
+  std::set<uint64_t> seeds;
+  for (uint64_t scenario : {1, 2, 42})
+    for (const char* d : {"leaf1>spine2", "spine2>leaf1", "h1>leaf1", "leaf1>h1"})
+      seeds.insert(link_seed(scenario, d));
+  EXPECT_EQ(seeds.size(), 12u);
+  // A fixed value: the seed of a link must not change between fabemu versions, or a scenario's
+  // loss pattern would.
+  EXPECT_EQ(link_seed(42, "leaf1>spine2"), 13355336517281704425ull);
+}
+
+}  // namespace
+}  // namespace fabemu
