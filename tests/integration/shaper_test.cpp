@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@
 #include "apply/netns.h"
 #include "apply/rtnl.h"
 #include "doctor/bpf_attach.h"
+#include "doctor/probe.h"
 #include "shaping/bpffs.h"
 #include "shaping/link_cfg.h"
 #include "shaping/link_shaper.h"
@@ -617,6 +619,91 @@ TEST_F(VethTest, PolicerCapsUdpBetweenNamespacesAndDownDropsLive) {
   EXPECT_GE(shaper_->counters(a->ifindex())->drop_down, 100u);
   stop = true;
   receiver.join();
+}
+
+// Runs argv (a path and its arguments) to completion; its exit status, or -1.
+int run_argv(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int ws = 0;
+  if (pid < 0 || ::waitpid(pid, &ws, 0) != pid) return -1;
+  return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+}
+
+// With fq as the root qdisc the shaper's departure times are the link: the rate caps what
+// arrives (without fq honouring skb->tstamp everything offered would), and every packet is
+// held back by the configured delay. Runs where the kernel has sch_fq (the VM lane).
+TEST_F(VethTest, FqHonoursTheShapersDepartureTimes) {
+  std::optional<std::string> no_fq;
+  for (const FeatureProbe& p : probe_features())
+    if (p.id == "sch_fq" && p.status != ProbeStatus::Yes) no_fq = p.detail;
+  if (no_fq) GTEST_SKIP() << "no fq qdisc on this kernel: " << *no_fq;
+
+  auto a = shaper_->attach(ns_a_, "a0");
+  ASSERT_TRUE(a) << a.error().what();
+  ASSERT_EQ(run_argv({"/usr/bin/nsenter", "--net=" + ns_a_, "/usr/sbin/tc", "qdisc", "replace",
+                      "dev", "a0", "root", "fq", "horizon", "10s"}),
+            0);
+  constexpr uint64_t kRate = 20'000'000, kDelayNs = 5'000'000;
+  LinkShape s;
+  s.rate_bps = kRate;
+  s.delay_ns = kDelayNs;
+  s.queue_ns = 50'000'000;
+  ASSERT_TRUE(shaper_->set(a->ifindex(), s, 1, /*policer=*/false));
+
+  // One datagram each way through the shaped direction: it arrives no sooner than the delay.
+  std::atomic<bool> ready{false}, stop{false};
+  std::atomic<uint64_t> received{0};
+  std::atomic<int64_t> first_arrival_ns{0};
+  std::thread receiver([&] {
+    in_ns(fd_b_.get(), [&] {
+      UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+      sockaddr_in addr{AF_INET, htons(9001), {htonl(0x0a4d0002)}, {}};
+      ASSERT_EQ(::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+      timeval tv{0, 20'000};
+      ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      ready = true;
+      char buf[2048];
+      while (!stop)
+        if (::recv(sock.get(), buf, sizeof(buf), 0) > 0 && received++ == 0)
+          first_arrival_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+    });
+    ready = true;
+  });
+  while (!ready) std::this_thread::sleep_for(1ms);
+
+  int64_t first_sent_ns = 0;
+  double seconds = 0;
+  in_ns(fd_a_.get(), [&] {
+    UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{AF_INET, htons(9001), {htonl(0x0a4d0002)}, {}};
+    ASSERT_EQ(::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    char payload[1400] = {};
+    auto start = std::chrono::steady_clock::now();
+    first_sent_ns = start.time_since_epoch().count();
+    while (std::chrono::steady_clock::now() - start < 1s) ::send(sock.get(), payload, 1400, 0);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+  std::this_thread::sleep_for(200ms);  // the queue (50 ms) and the delay drain
+  stop = true;
+  receiver.join();
+
+  const uint64_t delivered = received;
+  const double wire_bits = double(delivered) * 1442 * 8;
+  const double allowed = double(kRate) * (seconds + 0.05 + 0.2) + 1442 * 8;
+  EXPECT_GT(delivered, 0u);
+  EXPECT_LE(wire_bits, allowed) << "fq let " << delivered << " datagrams through in " << seconds
+                                << " s: it did not honour the departure times";
+  EXPECT_GE(first_arrival_ns - first_sent_ns, int64_t(kDelayNs))
+      << "the first datagram arrived before the configured delay";
+  std::printf("fq + EDT at 20 Mbit/s, 5 ms: %.1f Mbit/s over %.2f s, first arrival after %.2f ms\n",
+              wire_bits / seconds / 1e6, seconds, (first_arrival_ns - first_sent_ns) / 1e6);
 }
 
 }  // namespace
