@@ -13,6 +13,7 @@
 
 #include "doctor/host_probes.h"
 #include "doctor/namespace_probes.h"
+#include "doctor/rxe_traffic.h"
 
 namespace fabemu {
 
@@ -134,6 +135,13 @@ std::vector<FeatureProbe> probe_features() {
     }
   }
   seen.push_back(doctor::probe_ovs_userspace());
+  // An rxe device that can be created still has to carry traffic between namespaces.
+  for (FeatureProbe& p : seen)
+    if (p.id == "rxe" && p.status == ProbeStatus::Partial) {
+      doctor::RxeTraffic t = doctor::probe_rxe_traffic();
+      p.status = t.status;
+      p.detail = t.detail;
+    }
 
   // One entry per catalog feature, in catalog order, whatever the probes managed to report.
   std::vector<FeatureProbe> out;
