@@ -551,6 +551,64 @@ TEST_F(VethTest, RefusesAPortWhoseIfindexAnotherNamespaceHolds) {
   in_ns(fd_b_.get(), [&] { EXPECT_EQ(attached_prog(ifindex_b_), 0u); });
 }
 
+// Counts the UDP datagrams that reach b (10.77.0.2:9000), on a thread inside b, and notes
+// when the first one arrived; stops when destroyed.
+class UdpSink {
+ public:
+  explicit UdpSink(int ns_fd) {
+    thread_ = std::thread([this, ns_fd] {
+      in_ns(ns_fd, [&] {
+        UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        sockaddr_in addr{AF_INET, htons(9000), {htonl(0x0a4d0002)}, {}};
+        ASSERT_EQ(::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+        timeval tv{0, 20'000};
+        ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        ready_ = true;
+        char buf[2048];
+        while (!stop_)
+          if (::recv(sock.get(), buf, sizeof(buf), 0) > 0 && received_++ == 0)
+            first_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+      });
+      ready_ = true;  // also when the namespace could not be entered: do not hang the sender
+    });
+    while (!ready_) std::this_thread::sleep_for(1ms);
+  }
+  ~UdpSink() {
+    stop_ = true;
+    thread_.join();
+  }
+  uint64_t received() const { return received_; }
+  int64_t first_arrival_ns() const { return first_ns_; }
+
+ private:
+  std::atomic<bool> ready_{false}, stop_{false};
+  std::atomic<uint64_t> received_{0};
+  std::atomic<int64_t> first_ns_{0};
+  std::thread thread_;
+};
+
+struct Sent {
+  double seconds = 0;
+  int64_t start_ns = 0;  // steady clock
+};
+
+// Sends 1400-byte datagrams from a to b:9000 for `duration` (or `count` of them).
+Sent send_udp(int ns_fd, std::chrono::milliseconds duration, uint64_t count = UINT64_MAX) {
+  Sent sent;
+  in_ns(ns_fd, [&] {
+    UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{AF_INET, htons(9000), {htonl(0x0a4d0002)}, {}};
+    ASSERT_EQ(::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    char payload[1400] = {};
+    auto start = std::chrono::steady_clock::now();
+    sent.start_ns = start.time_since_epoch().count();
+    for (uint64_t i = 0; i < count && std::chrono::steady_clock::now() - start < duration; ++i)
+      ::send(sock.get(), payload, sizeof(payload), 0);  // policer drops look like success
+    sent.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+  return sent;
+}
+
 TEST_F(VethTest, PolicerCapsUdpBetweenNamespacesAndDownDropsLive) {
   auto a = shaper_->attach(ns_a_, "a0");
   ASSERT_TRUE(a) << a.error().what();
@@ -560,42 +618,10 @@ TEST_F(VethTest, PolicerCapsUdpBetweenNamespacesAndDownDropsLive) {
   s.queue_ns = kQueueNs;
   ASSERT_TRUE(shaper_->set(a->ifindex(), s, 1, /*policer=*/true));
 
-  std::atomic<bool> ready{false}, stop{false};
-  std::atomic<uint64_t> received{0};
-  std::thread receiver([&] {
-    in_ns(fd_b_.get(), [&] {
-      UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-      sockaddr_in addr{AF_INET, htons(9000), {htonl(0x0a4d0002)}, {}};
-      ASSERT_EQ(::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-      timeval tv{0, 20'000};
-      ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-      ready = true;
-      char buf[2048];
-      while (!stop)
-        if (::recv(sock.get(), buf, sizeof(buf), 0) > 0) ++received;
-    });
-    ready = true;  // also when the namespace could not be entered: do not hang the sender
-  });
-  while (!ready) std::this_thread::sleep_for(1ms);
-
-  // Sends 1400-byte datagrams to b for `duration` (or `count` of them); returns seconds spent.
-  auto send = [&](std::chrono::milliseconds duration, uint64_t count) {
-    double seconds = 0;
-    in_ns(fd_a_.get(), [&] {
-      UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-      sockaddr_in addr{AF_INET, htons(9000), {htonl(0x0a4d0002)}, {}};
-      ASSERT_EQ(::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-      char payload[1400] = {};
-      auto start = std::chrono::steady_clock::now();
-      for (uint64_t i = 0; i < count && std::chrono::steady_clock::now() - start < duration; ++i)
-        ::send(sock.get(), payload, sizeof(payload), 0);  // policer drops look like success
-      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    });
-    return seconds;
-  };
-  const double seconds = send(1s, UINT64_MAX);
+  UdpSink sink(fd_b_.get());
+  const double seconds = send_udp(fd_a_.get(), 1s).seconds;
   std::this_thread::sleep_for(200ms);  // whatever passed the policer has arrived by now
-  const uint64_t delivered = received;
+  const uint64_t delivered = sink.received();
 
   // A policer passes the rate over the sending time plus the queue's worth of burst (ARP and
   // IPv6 neighbour traffic take from the same budget). 1442 wire bytes per 1400-byte datagram.
@@ -613,12 +639,10 @@ TEST_F(VethTest, PolicerCapsUdpBetweenNamespacesAndDownDropsLive) {
   // Down, live, without re-attaching: nothing gets through.
   s.down = true;
   ASSERT_TRUE(shaper_->set(a->ifindex(), s, 1, true));
-  send(5s, 100);
+  send_udp(fd_a_.get(), 5s, 100);
   std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(received.load(), delivered);
+  EXPECT_EQ(sink.received(), delivered);
   EXPECT_GE(shaper_->counters(a->ifindex())->drop_down, 100u);
-  stop = true;
-  receiver.join();
 }
 
 // Runs argv (a path and its arguments) to completion; its exit status, or -1.
@@ -657,53 +681,21 @@ TEST_F(VethTest, FqHonoursTheShapersDepartureTimes) {
   s.queue_ns = 50'000'000;
   ASSERT_TRUE(shaper_->set(a->ifindex(), s, 1, /*policer=*/false));
 
-  // One datagram each way through the shaped direction: it arrives no sooner than the delay.
-  std::atomic<bool> ready{false}, stop{false};
-  std::atomic<uint64_t> received{0};
-  std::atomic<int64_t> first_arrival_ns{0};
-  std::thread receiver([&] {
-    in_ns(fd_b_.get(), [&] {
-      UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-      sockaddr_in addr{AF_INET, htons(9001), {htonl(0x0a4d0002)}, {}};
-      ASSERT_EQ(::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-      timeval tv{0, 20'000};
-      ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-      ready = true;
-      char buf[2048];
-      while (!stop)
-        if (::recv(sock.get(), buf, sizeof(buf), 0) > 0 && received++ == 0)
-          first_arrival_ns = std::chrono::steady_clock::now().time_since_epoch().count();
-    });
-    ready = true;
-  });
-  while (!ready) std::this_thread::sleep_for(1ms);
-
-  int64_t first_sent_ns = 0;
-  double seconds = 0;
-  in_ns(fd_a_.get(), [&] {
-    UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{AF_INET, htons(9001), {htonl(0x0a4d0002)}, {}};
-    ASSERT_EQ(::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    char payload[1400] = {};
-    auto start = std::chrono::steady_clock::now();
-    first_sent_ns = start.time_since_epoch().count();
-    while (std::chrono::steady_clock::now() - start < 1s) ::send(sock.get(), payload, 1400, 0);
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  });
+  UdpSink sink(fd_b_.get());
+  const Sent sent = send_udp(fd_a_.get(), 1s);
+  const double seconds = sent.seconds;
   std::this_thread::sleep_for(200ms);  // the queue (50 ms) and the delay drain
-  stop = true;
-  receiver.join();
-
-  const uint64_t delivered = received;
+  const uint64_t delivered = sink.received();
+  const int64_t first_ns = sink.first_arrival_ns() - sent.start_ns;
   const double wire_bits = double(delivered) * 1442 * 8;
   const double allowed = double(kRate) * (seconds + 0.05 + 0.2) + 1442 * 8;
   EXPECT_GT(delivered, 0u);
   EXPECT_LE(wire_bits, allowed) << "fq let " << delivered << " datagrams through in " << seconds
                                 << " s: it did not honour the departure times";
-  EXPECT_GE(first_arrival_ns - first_sent_ns, int64_t(kDelayNs))
+  EXPECT_GE(first_ns, int64_t(kDelayNs))
       << "the first datagram arrived before the configured delay";
   std::printf("fq + EDT at 20 Mbit/s, 5 ms: %.1f Mbit/s over %.2f s, first arrival after %.2f ms\n",
-              wire_bits / seconds / 1e6, seconds, (first_arrival_ns - first_sent_ns) / 1e6);
+              wire_bits / seconds / 1e6, seconds, first_ns / 1e6);
 }
 
 }  // namespace
