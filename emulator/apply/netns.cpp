@@ -6,6 +6,9 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include "util/files.h"
 
 namespace fabemu {
@@ -26,10 +29,18 @@ Result<void> pin(const char* proc_path, const std::string& target) {
 
 }  // namespace
 
+int unshare_retrying(int flags) {
+  for (int attempt = 0;; ++attempt) {
+    if (::unshare(flags) == 0) return 0;
+    if (errno != ENODEV || attempt == 50) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 Result<UniqueFd> create_pinned_namespace(const std::string& net_path, const std::string& uts_path,
                                          const std::string& hostname) {
   int flags = CLONE_NEWNET | (uts_path.empty() ? 0 : CLONE_NEWUTS);
-  if (::unshare(flags) != 0) return errno_error("creating namespace " + net_path);
+  if (unshare_retrying(flags) != 0) return errno_error("creating namespace " + net_path);
   if (!uts_path.empty()) {
     if (::sethostname(hostname.data(), hostname.size()) != 0)
       return errno_error("setting hostname " + hostname);

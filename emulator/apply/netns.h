@@ -11,8 +11,14 @@ namespace fabemu {
 // Moves the calling thread into a new network namespace (and a new UTS namespace with
 // `hostname` when uts_path is non-empty) and pins them by bind mounts at the given paths.
 // Returns an fd of the new network namespace. The thread stays in the new namespaces.
+// unshare() is retried for a while on ENODEV: on kernel 7.3 it fails so, now and then, just
+// after a namespace that held rxe devices was torn down (seen in the VM lane).
 Result<UniqueFd> create_pinned_namespace(const std::string& net_path, const std::string& uts_path,
                                          const std::string& hostname);
+
+// unshare(flags), retried for up to a second while it fails with ENODEV (see above); 0 or -1
+// with errno, like unshare.
+int unshare_retrying(int flags);
 
 // Detaches the bind mount at `path` and removes the file; fine when already gone.
 Result<void> unpin_namespace(const std::string& path);

@@ -1,5 +1,6 @@
 // Probes run in a throwaway network namespace: each one creates the real kernel object.
 #include "doctor/namespace_probes.h"
+#include "apply/netns.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -45,7 +46,7 @@ std::optional<ino_t> thread_ns_inode(const char* kind) {
 // namespace, so "success" that left the namespace unchanged counts as failure.
 Result<void> unshare_checked(int flag, const char* kind) {
   std::optional<ino_t> before = thread_ns_inode(kind);
-  if (::unshare(flag) != 0)
+  if (unshare_retrying(flag) != 0)
     return errno_error(std::string("unshare(CLONE_NEW") + (flag == CLONE_NEWNET ? "NET" : "UTS") +
                        ")");
   std::optional<ino_t> after = thread_ns_inode(kind);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "apply/netns.h"
 #include "doctor/probe.h"
 
 namespace fabemu {
@@ -99,7 +100,7 @@ std::optional<bool> tc_accepts_root_qdisc(const std::string& ip, const std::stri
   std::vector<std::string> add_qdisc = {tc, "qdisc", "add", "dev", "fe-t0", "root", kind};
   pid_t pid = ::fork();
   if (pid == 0) {
-    if (::unshare(CLONE_NEWNET) != 0) ::_exit(2);
+    if (unshare_retrying(CLONE_NEWNET) != 0) ::_exit(2);
     if (run(add_veth) != 0) ::_exit(3);
     ::_exit(run(add_qdisc) == 0 ? 0 : 1);
   }

@@ -365,6 +365,8 @@ TEST_F(FabricTest, RxeCarriesRcTrafficBetweenHostsOnDifferentLeaves) {
   }
   EXPECT_EQ(client.status, 0) << client;
   EXPECT_EQ(server.wait(10s), std::optional<int>(0)) << "the server side did not finish cleanly";
+  for (const char* h : {"h1", "h8"})  // tidy, before `down` takes the namespaces
+    EXPECT_EQ(lab.exec(h, {"rdma", "link", "delete", std::string("rxe_") + h}).status, 0);
 }
 
 TEST_F(FabricTest, TwoLabsCoexistAndDownOfOneSparesTheOther) {
