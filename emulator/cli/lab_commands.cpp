@@ -66,6 +66,7 @@ struct Prepared {
   Scenario scenario;
   std::string text;
   LabPaths paths;
+  LabModel model;  // with address pool 0: what --dry-run shows; `up` picks the free pool
 };
 
 // Loads and validates everything; returns an exit code on failure.
@@ -95,6 +96,7 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
     print_error(p.scenario.file + ": " + *why);
     return kExitBadInput;
   }
+  p.model = std::move(*model);
   return p;
 }
 
@@ -106,8 +108,7 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
   paths = p.paths;
 
   if (args.dry_run) {
-    auto model = build_model(p.scenario, 0);
-    Plan plan = make_plan(*model, p.paths, 0);
+    Plan plan = make_plan(p.model, p.paths, 0);
     for (const auto& e : plan.journal) std::printf("journal %s\n", e.path.c_str());
     for (const auto& a : plan.actions) std::printf("%s\n", describe(a).c_str());
     std::printf("# %d namespaces, %d veths, %d routes, %zu actions\n", plan.namespaces, plan.veths,
