@@ -1,6 +1,5 @@
 // Probes run in a throwaway network namespace: each one creates the real kernel object.
 #include "doctor/namespace_probes.h"
-#include "apply/netns.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -17,10 +16,12 @@
 #include <optional>
 #include <string>
 
+#include "apply/netns.h"
 #include "doctor/bpf_attach.h"
 #include "doctor/netlink.h"
 #include "doctor/rdma_link.h"
 #include "doctor/rtnl.h"
+#include "util/files.h"
 
 namespace fabemu::doctor {
 
@@ -53,14 +54,6 @@ Result<void> unshare_checked(int flag, const char* kind) {
   if (!before || !after || *before == *after)
     return make_error(std::string("unshare succeeded but the thread's ") + kind +
                       " namespace did not change");
-  return ok();
-}
-
-Result<void> write_file(const char* path, const std::string& text) {
-  UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
-  if (!fd.valid()) return errno_error(std::string("opening ") + path);
-  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-    return errno_error(std::string("writing ") + path);
   return ok();
 }
 
@@ -186,7 +179,7 @@ class NamespaceProbes {
     if (!route) return record("ecmp", ProbeStatus::No, describe(route.error()));
     // Without the L4 hash every flow between two hosts takes one path (RoCEv2 entropy is the
     // UDP source port). The sysctl is per namespace, so this only changes the probe's own.
-    auto policy = write_file("/proc/sys/net/ipv4/fib_multipath_hash_policy", "1");
+    auto policy = fabemu::write_file("/proc/sys/net/ipv4/fib_multipath_hash_policy", "1");
     if (!policy)
       return record("ecmp", ProbeStatus::Partial,
                     "2-nexthop route accepted, but " + describe(policy.error()),
