@@ -25,8 +25,12 @@ Result<void> Backend::apply(const Action& action) {
           return make_symlink(a);
         else if constexpr (std::is_same_v<T, WriteFile>)
           return write_file(a);
-        else
+        else if constexpr (std::is_same_v<T, CreateCgroup>)
           return create_cgroup(a);
+        else if constexpr (std::is_same_v<T, LoadShaper>)
+          return load_shaper(a);
+        else
+          return shape_port(a);
       },
       action);
 }

@@ -22,6 +22,8 @@ class Backend {
   virtual Result<void> make_symlink(const MakeSymlink& a) = 0;  // may complete in finish()
   virtual Result<void> write_file(const WriteFile& a) = 0;
   virtual Result<void> create_cgroup(const CreateCgroup& a) = 0;
+  virtual Result<void> load_shaper(const LoadShaper& a) = 0;
+  virtual Result<void> shape_port(const ShapePort& a) = 0;
   // Completes any batched work and returns the calling thread to its own namespaces.
   virtual Result<void> finish() = 0;
 

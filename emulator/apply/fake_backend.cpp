@@ -59,8 +59,12 @@ Result<void> FakeBackend::create_veth(const CreateVeth& a) {
   if ((*na)->ifaces.count(a.if_a) || (*nb)->ifaces.count(a.if_b) ||
       (a.ns_a == a.ns_b && a.if_a == a.if_b))
     return make_error(describe(a), EEXIST);
-  (*na)->ifaces[a.if_a] = Iface{true, a.ns_b, a.if_b, {}};
-  (*nb)->ifaces[a.if_b] = Iface{false, a.ns_a, a.if_a, {}};
+  // A fixed ifindex must be free in its namespace, as the kernel checks (EBUSY).
+  for (auto [ns, idx] : {std::pair{*na, a.ifindex_a}, {*nb, a.ifindex_b}})
+    for (const auto& [_, iface] : ns->ifaces)
+      if (idx && iface.ifindex == idx) return make_error(describe(a), EBUSY);
+  (*na)->ifaces[a.if_a] = Iface{true, a.ns_b, a.if_b, {}, a.ifindex_a, a.gso_max_segs, {}};
+  (*nb)->ifaces[a.if_b] = Iface{false, a.ns_a, a.if_a, {}, a.ifindex_b, a.gso_max_segs, {}};
   return ok();
 }
 
@@ -129,6 +133,31 @@ Result<void> FakeBackend::create_cgroup(const CreateCgroup& a) {
   return ok();
 }
 
+Result<void> FakeBackend::load_shaper(const LoadShaper& a) {
+  FABEMU_TRY(step(describe(a)));
+  loaded_pin_dir_ = a.pin_dir;
+  bpf_pins.insert(a.pin_dir);
+  return ok();
+}
+
+Result<void> FakeBackend::shape_port(const ShapePort& a) {
+  FABEMU_TRY(step(describe(a)));
+  if (loaded_pin_dir_.empty()) return make_error(describe(a) + ": no link model loaded", EINVAL);
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  auto it = (*ns)->ifaces.find(a.ifname);
+  if (it == (*ns)->ifaces.end()) return make_error("port " + a.ifname + " in " + a.ns, ENODEV);
+  if (it->second.ifindex != a.ifindex)
+    return make_error(describe(a) + ": the port's ifindex is " + std::to_string(it->second.ifindex),
+                      EINVAL);
+  // The real maps are keyed by ifindex for the whole lab (see ShaperAttachment).
+  const std::string who = a.ns + "/" + a.ifname;
+  auto [key, fresh] = shaped_keys_.emplace(a.ifindex, who);
+  if (!fresh && key->second != who) return make_error(describe(a) + ": ifindex taken", EEXIST);
+  it->second.shaped = a;
+  return ok();
+}
+
 Result<void> FakeBackend::mount_run_dir(const std::string& dir) {
   calls.push_back("mount " + dir);
   mounts.insert(dir);
@@ -172,6 +201,9 @@ Result<void> FakeBackend::remove(const JournalEntry& e) {
       break;
     case JournalEntry::Kind::Cgroup:
       cgroups.erase(e.path);
+      break;
+    case JournalEntry::Kind::Pins:
+      bpf_pins.erase(e.path);
       break;
   }
   return ok();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -15,6 +16,9 @@ class FakeBackend : public Backend {
     bool up = false;
     std::string peer_ns, peer_if;
     std::vector<Prefix> addrs;
+    uint32_t ifindex = 0;
+    uint32_t gso_max_segs = 0;
+    std::optional<ShapePort> shaped;  // the link model on this port
   };
   struct Ns {
     std::map<std::string, Iface> ifaces;
@@ -26,6 +30,7 @@ class FakeBackend : public Backend {
   std::map<std::string, Ns> namespaces;  // by namespace name
   std::set<std::string> files, dirs, cgroups, mounts;
   std::map<std::string, std::string> pins;  // netns pin path -> namespace name
+  std::set<std::string> bpf_pins;           // link-model pin dirs
   std::vector<std::string> calls;           // describe() of every call, in order
   int fail_at = -1;                         // make the Nth call (0-based) fail, to test rollback
 
@@ -39,6 +44,8 @@ class FakeBackend : public Backend {
   Result<void> make_symlink(const MakeSymlink& a) override;
   Result<void> write_file(const WriteFile& a) override;
   Result<void> create_cgroup(const CreateCgroup& a) override;
+  Result<void> load_shaper(const LoadShaper& a) override;
+  Result<void> shape_port(const ShapePort& a) override;
   Result<void> finish() override { return ok(); }
   Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>&) override { return ok(); }
@@ -62,6 +69,8 @@ class FakeBackend : public Backend {
   void unpin(const std::string& pin);
   Result<Ns*> find_ns(const std::string& name);
   int count_ = 0;
+  std::string loaded_pin_dir_;                   // LoadShaper of this apply
+  std::map<uint32_t, std::string> shaped_keys_;  // ifindex -> "ns/ifname" it shapes
 };
 
 }  // namespace fabemu

@@ -26,6 +26,8 @@ const char* kind_name(JournalEntry::Kind k) {
       return "uts";
     case JournalEntry::Kind::Cgroup:
       return "cgroup";
+    case JournalEntry::Kind::Pins:
+      return "pins";
   }
   return "?";
 }
@@ -81,6 +83,8 @@ Result<JournalFile> parse_journal(const std::string& text, const std::string& pa
       j.entries.push_back({JournalEntry::Kind::Uts, val});
     else if (key == "cgroup")
       j.entries.push_back({JournalEntry::Kind::Cgroup, val});
+    else if (key == "pins")
+      j.entries.push_back({JournalEntry::Kind::Pins, val});
   }
   if (!j.planned) j.entries.clear();
   return j;

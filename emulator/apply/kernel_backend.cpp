@@ -1,19 +1,29 @@
 // KernelBackend: namespaces by unshare + bind mount, links/addresses/routes by rtnetlink.
 #include "apply/kernel_backend.h"
 
+#include <linux/netlink.h>
 #include <net/if.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "apply/netns.h"
+#include "apply/port_shaping.h"
 #include "apply/processes.h"
 #include "apply/run_root.h"
+#include "apply/veth.h"
+#include "shaping/bpffs.h"
 #include "util/files.h"
 
 namespace fabemu {
+
+namespace {
+// Every rtnetlink request answers in microseconds; a kernel that takes this long is stuck.
+constexpr std::chrono::seconds kNetlinkTimeout{30};
+}  // namespace
 
 Result<std::unique_ptr<KernelBackend>> KernelBackend::create(std::string netns_dir) {
   std::unique_ptr<KernelBackend> b(new KernelBackend());
@@ -25,9 +35,9 @@ Result<std::unique_ptr<KernelBackend>> KernelBackend::create(std::string netns_d
   b->home_net_ = std::move(*net);
   b->home_uts_ = std::move(*uts);
   // Opened in our own namespace: veths are created through it, each end placed by ns fd.
-  auto sock = RtnlSocket::open();
+  auto sock = NetlinkSocket::open(NETLINK_ROUTE, kNetlinkTimeout);
   if (!sock) return sock.error();
-  b->home_sock_.emplace(std::move(*sock));
+  b->home_raw_.emplace(std::move(*sock));
   // A big lab keeps one fd per namespace open while it builds.
   rlimit rl;
   if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -44,6 +54,7 @@ KernelBackend::~KernelBackend() {
 Result<void> KernelBackend::finish() {
   auto files = files_.wait();
   cur_sock_.reset();
+  cur_raw_.reset();
   cur_ifindex_.clear();
   ns_fds_.clear();
   if (!cur_ns_.empty()) {
@@ -61,8 +72,19 @@ Result<void> KernelBackend::enter(const std::string& ns) {
   FABEMU_TRY(enter_namespace(*fd, CLONE_NEWNET, ns));
   cur_ns_ = ns;
   cur_sock_.reset();
+  cur_raw_.reset();
   cur_ifindex_.clear();
   return ok();
+}
+
+Result<NetlinkSocket*> KernelBackend::raw_socket_in(const std::string& ns) {
+  FABEMU_TRY(enter(ns));
+  if (!cur_raw_) {
+    auto sock = NetlinkSocket::open(NETLINK_ROUTE, kNetlinkTimeout);
+    if (!sock) return sock.error().context("in namespace " + ns);
+    cur_raw_.emplace(std::move(*sock));
+  }
+  return &*cur_raw_;
 }
 
 Result<RtnlSocket*> KernelBackend::socket_in(const std::string& ns) {
@@ -95,6 +117,7 @@ Result<int> KernelBackend::ifindex(const std::string& ns, const std::string& ifn
 
 Result<void> KernelBackend::create_namespace(const CreateNamespace& a) {
   cur_sock_.reset();
+  cur_raw_.reset();
   auto fd = create_pinned_namespace(a.pin, a.uts_path, a.hostname);
   // unshare may have moved us even when pinning failed.
   cur_ns_ = a.ns;
@@ -139,7 +162,8 @@ Result<void> KernelBackend::create_veth(const CreateVeth& a) {
   if (!fa) return fa.error();
   auto fb = ns_fd(a.ns_b);
   if (!fb) return fb.error();
-  auto r = home_sock_->add_veth(*fa, a.if_a, *fb, a.if_b, a.mtu);
+  auto r = create_veth_pair(*home_raw_, {*fa, a.if_a, a.ifindex_a}, {*fb, a.if_b, a.ifindex_b},
+                            a.mtu, a.gso_max_segs);
   if (!r) return r.error().context(a.ns_a + " <-> " + a.ns_b);
   return ok();
 }
@@ -188,6 +212,21 @@ Result<void> KernelBackend::create_cgroup(const CreateCgroup& a) {
   return fabemu::create_cgroup(*cgroups_, a.path, a.limits);
 }
 
+Result<void> KernelBackend::load_shaper(const LoadShaper& a) {
+  FABEMU_TRY(ensure_bpffs(a.bpffs_root));
+  auto shaper = LinkShaper::load({a.pin_dir});
+  if (!shaper) return shaper.error();
+  shaper_.emplace(std::move(*shaper));
+  return ok();
+}
+
+Result<void> KernelBackend::shape_port(const ShapePort& a) {
+  if (!shaper_) return make_error(describe(a) + ": the link model is not loaded", EINVAL);
+  auto sock = raw_socket_in(a.ns);  // joins the port's namespace
+  if (!sock) return sock.error();
+  return shape_port_here(*shaper_, a, **sock, /*set_gso=*/false);  // the veth was made with it
+}
+
 Result<void> KernelBackend::mount_run_dir(const std::string& dir) {
   return mount_tmpfs(dir, "fabemu");
 }
@@ -210,6 +249,9 @@ Result<void> KernelBackend::remove(const JournalEntry& e) {
     case JournalEntry::Kind::Cgroup:
       if (!cgroups_) cgroups_ = detect_cgroups();
       return remove_cgroup(*cgroups_, e.path);
+    case JournalEntry::Kind::Pins:
+      shaper_.reset();
+      return remove_pin_dir(e.path);
     case JournalEntry::Kind::Path: {
       // Only ever delete trees that are recognisably fabemu's.
       if (e.path.find("/fabemu") == std::string::npos || e.path.size() < 10)

@@ -9,7 +9,9 @@
 #include "apply/backend.h"
 #include "apply/cgroup.h"
 #include "apply/rtnl.h"
+#include "shaping/link_shaper.h"
 #include "util/background_queue.h"
+#include "util/netlink.h"
 #include "util/unique_fd.h"
 
 namespace fabemu {
@@ -31,6 +33,8 @@ class KernelBackend : public Backend {
   Result<void> make_symlink(const MakeSymlink& a) override;
   Result<void> write_file(const WriteFile& a) override;
   Result<void> create_cgroup(const CreateCgroup& a) override;
+  Result<void> load_shaper(const LoadShaper& a) override;
+  Result<void> shape_port(const ShapePort& a) override;
   Result<void> finish() override;
   Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>& journal) override;
@@ -40,20 +44,23 @@ class KernelBackend : public Backend {
   KernelBackend() = default;
   Result<void> enter(const std::string& ns);             // join ns (this thread)
   Result<RtnlSocket*> socket_in(const std::string& ns);  // join ns, open its rtnl socket
+  Result<NetlinkSocket*> raw_socket_in(const std::string& ns);
   Result<int> ifindex(const std::string& ns, const std::string& ifname);
   Result<int> ns_fd(const std::string& ns);
 
   std::string netns_dir_;
   UniqueFd home_net_, home_uts_;
-  std::optional<RtnlSocket> home_sock_;  // in the caller's namespace: creates the veths
-  std::string cur_ns_;                   // "" = home
+  std::optional<NetlinkSocket> home_raw_;  // in the caller's namespace: creates the veths
+  std::string cur_ns_;                     // "" = home
   std::optional<RtnlSocket> cur_sock_;
+  std::optional<NetlinkSocket> cur_raw_;
   std::map<std::string, int> cur_ifindex_;
   std::map<std::string, UniqueFd> ns_fds_;
   std::optional<CgroupLayout> cgroups_;
   BackgroundQueue files_;                            // symlinks, made while the kernel works
   std::set<std::string> fresh_;                      // made here, no sysctl written yet
   std::map<std::string, std::string> fresh_values_;  // sysctl values of a new namespace
+  std::optional<LinkShaper> shaper_;                 // loaded by LoadShaper
 };
 
 }  // namespace fabemu

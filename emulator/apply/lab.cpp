@@ -33,6 +33,8 @@ const char* phase_of(const Action& a) {
   if (std::holds_alternative<AddAddress>(a) || std::holds_alternative<AddRoute>(a)) return "routes";
   if (std::holds_alternative<MakeDir>(a) || std::holds_alternative<WriteFile>(a)) return "files";
   if (std::holds_alternative<CreateCgroup>(a)) return "cgroups";
+  if (std::holds_alternative<LoadShaper>(a) || std::holds_alternative<ShapePort>(a))
+    return "shaping";
   return nullptr;
 }
 
@@ -62,7 +64,8 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
     auto model = build_model(scenario, *pool);
     if (!model) return model.error();
     out.model = std::move(*model);
-    out.plan = make_plan(out.model, paths, *pool);
+    out.plan = make_plan(out.model, paths, *pool, options.plan);
+    out.plan_options = options.plan;
 
     FABEMU_TRY(make_dirs(paths.run_dir(), 0755));
     JournalFile j{paths.lab, *pool, options.scenario_file, out.plan.journal, true, false};

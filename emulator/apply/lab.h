@@ -20,11 +20,13 @@ struct UpOptions {
   std::string scenario_text;  // copied into the lab's run dir, so `status` sees what was built
   std::string scenario_file;
   Progress progress;
+  PlanOptions plan;  // what the kernel lets the link model do
 };
 
 struct UpResult {
   LabModel model;
   Plan plan;
+  PlanOptions plan_options;
   std::vector<std::pair<std::string, double>> phase_seconds;  // where the time went
 };
 

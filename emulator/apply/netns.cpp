@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "util/files.h"
@@ -68,6 +69,19 @@ Result<UniqueFd> open_namespace(const std::string& path) {
 Result<void> enter_namespace(int fd, int nstype, const std::string& what) {
   if (::setns(fd, nstype) != 0) return errno_error("entering namespace " + what);
   return ok();
+}
+
+Result<void> run_in_netns(const std::string& path, const std::function<Result<void>()>& f) {
+  std::optional<Result<void>> out;
+  std::thread worker([&] {
+    auto fd = open_namespace(path);
+    if (!fd) return void(out.emplace(fd.error()));
+    if (auto r = enter_namespace(fd->get(), CLONE_NEWNET, path); !r)
+      return void(out.emplace(r.error()));
+    out.emplace(f());
+  });
+  worker.join();
+  return std::move(*out);
 }
 
 }  // namespace fabemu

@@ -1,6 +1,7 @@
 // Named namespaces: create and pin (the way `ip netns add` does), enter, and remove.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "util/result.h"
@@ -28,5 +29,9 @@ Result<UniqueFd> open_namespace(const std::string& path);
 
 // Joins the namespace behind `fd` (nstype CLONE_NEWNET, CLONE_NEWUTS, ...) on this thread.
 Result<void> enter_namespace(int fd, int nstype, const std::string& what);
+
+// Runs f() on a new thread that has joined the network namespace at `path`, and waits; the
+// caller's own threads never change namespace.
+Result<void> run_in_netns(const std::string& path, const std::function<Result<void>()>& f);
 
 }  // namespace fabemu

@@ -1,4 +1,4 @@
-// rtnetlink through libnl-route: veths, link state, addresses, (multipath) routes.
+// rtnetlink through libnl-route: link state, addresses, (multipath) routes.
 #include "apply/rtnl.h"
 
 #include <arpa/inet.h>
@@ -8,7 +8,6 @@
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
-#include <netlink/route/link/veth.h>
 #include <netlink/route/route.h>
 
 namespace fabemu {
@@ -19,7 +18,6 @@ struct Deleter {
   void operator()(T* p) const { F(p); }
 };
 using LinkPtr = std::unique_ptr<rtnl_link, Deleter<rtnl_link, rtnl_link_put>>;
-using VethPtr = std::unique_ptr<rtnl_link, Deleter<rtnl_link, rtnl_link_veth_release>>;
 using AddrPtr = std::unique_ptr<rtnl_addr, Deleter<rtnl_addr, rtnl_addr_put>>;
 using RoutePtr = std::unique_ptr<rtnl_route, Deleter<rtnl_route, rtnl_route_put>>;
 using NlAddrPtr = std::unique_ptr<nl_addr, Deleter<nl_addr, nl_addr_put>>;
@@ -76,25 +74,6 @@ Result<RtnlSocket> RtnlSocket::open() {
   if (int err = nl_connect(s.get(), NETLINK_ROUTE); err < 0)
     return nl_error(err, "connecting rtnetlink socket");
   return RtnlSocket(std::move(s));
-}
-
-Result<void> RtnlSocket::add_veth(int ns_fd_a, const std::string& if_a, int ns_fd_b,
-                                  const std::string& if_b, uint32_t mtu) {
-  VethPtr link(rtnl_link_veth_alloc());
-  if (!link) return make_error("allocating veth", ENOMEM);
-  rtnl_link* peer = rtnl_link_veth_get_peer(link.get());
-  for (auto [l, name, fd] : {std::tuple{link.get(), &if_a, ns_fd_a}, {peer, &if_b, ns_fd_b}}) {
-    rtnl_link_set_name(l, name->c_str());
-    rtnl_link_set_ns_fd(l, fd);
-    rtnl_link_set_mtu(l, mtu);
-  }
-  // Only the first end: the kernel configures the peer before the pair is joined, and opening
-  // a veth without its peer fails with ENOTCONN.
-  rtnl_link_set_flags(link.get(), IFF_UP);
-  rtnl_link_put(peer);
-  if (int err = rtnl_link_add(sock_.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0)
-    return nl_error(err, "creating veth " + if_a + " <-> " + if_b);
-  return ok();
 }
 
 Result<void> RtnlSocket::set_up(int ifindex, const std::string& what) {

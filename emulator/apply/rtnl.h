@@ -18,10 +18,6 @@ class RtnlSocket {
   // Opens a socket in the calling thread's current network namespace.
   static Result<RtnlSocket> open();
 
-  // A veth pair whose ends are created straight inside the namespaces behind ns_fd_a/b
-  // (never visible in ours), with the given MTU; end a is up, end b still down.
-  Result<void> add_veth(int ns_fd_a, const std::string& if_a, int ns_fd_b, const std::string& if_b,
-                        uint32_t mtu);
   Result<void> set_up(int ifindex, const std::string& what);
   Result<void> add_address(int ifindex, Prefix addr, const std::string& what);
   struct Hop {

@@ -1,6 +1,7 @@
 // The CLI's commands: each returns the process exit code and is the only place that prints.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,21 @@ struct UpArgs {
   bool dry_run = false;
   bool quiet = false;
   bool timings = false;  // print where the time went, per phase
+  // Without fq the link model polices (rate, loss, ECN) but adds no delay or jitter; a
+  // scenario that asks for them is refused unless the user accepts that.
+  bool accept_degraded = false;
+};
+
+// `link set LAB LINK --rate ...`; `link down/up` set `down`.
+struct LinkSetArgs {
+  std::string lab, link;
+  std::string rate, delay, jitter, loss, loss_burst, queue, ecn;  // "" = unchanged
+  std::optional<bool> reorder, down;
+  bool accept_degraded = false;
 };
 
 int cmd_up(const UpArgs& args, const LabPaths& base);
+int cmd_link_set(const LinkSetArgs& args, const LabPaths& base);
 int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base);
 int cmd_status(const std::string& lab, bool json, const LabPaths& base);
 int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector<std::string>& argv,

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "runtime/reachability.h"
 #include "scenario/loader.h"
+#include "shaping/port_setup.h"
 #include "util/files.h"
 
 namespace fabemu::cli {
@@ -50,14 +51,19 @@ std::optional<std::string> unsupported(const Scenario& s, const LabModel& m) {
   return std::nullopt;
 }
 
-std::vector<std::string> notes(const Scenario& s, const LabModel& m) {
+std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
   std::vector<std::string> out;
-  bool shaped = false;
-  for (const auto& l : m.topo.links) shaped |= !l.a_to_b.empty() || !l.b_to_a.empty();
-  if (shaped)
-    out.push_back(
-        "link shapes (rate, delay, loss, ECN) are parsed but not enforced yet: links "
-        "run at veth speed");
+  const PlanOptions& mode = up.plan_options;
+  if (up.plan.shaped_ports == 0)
+    out.push_back("links unshaped (veth speed); `fabemu link set` shapes one live");
+  else if (mode.fq)
+    out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
+                  " ports: eBPF departure times released by fq (rate, delay, jitter, loss, "
+                  "queue, ECN)");
+  else
+    out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
+                  " ports as a POLICER: this kernel has no fq (" + mode.no_fq_reason +
+                  "), so rate, loss, queue and ECN hold but no delay or jitter is added");
   if (s.rdma == RdmaMode::Auto) out.push_back("rdma: auto: no rxe devices (not implemented yet)");
   return out;
 }
@@ -67,7 +73,19 @@ struct Prepared {
   std::string text;
   LabPaths paths;
   LabModel model;  // with address pool 0: what --dry-run shows; `up` picks the free pool
+  PlanOptions plan;
 };
+
+// fq or policer. Probing needs root (a throwaway namespace); a dry run without root plans fq.
+PlanOptions probe_shaping_mode() {
+  PlanOptions o;
+  if (::geteuid() != 0) return o;
+  if (auto r = probe_fq(); !r) {
+    o.fq = false;
+    o.no_fq_reason = "sch_fq: " + r.error().what();
+  }
+  return o;
+}
 
 // Loads and validates everything; returns an exit code on failure.
 std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
@@ -97,6 +115,17 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
     return kExitBadInput;
   }
   p.model = std::move(*model);
+  p.plan = probe_shaping_mode();
+  if (auto need = needs_fq(p.model); !p.plan.fq && !need.empty() && !args.accept_degraded) {
+    std::string msg = p.scenario.file + ": links: " + need.front();
+    if (need.size() > 1) msg += " (and " + std::to_string(need.size() - 1) + " more directions)";
+    msg += " needs the fq qdisc to add delay and jitter, and this kernel has none (" +
+           p.plan.no_fq_reason +
+           "). Use a kernel with sch_fq (./scripts/vm-run runs one), or pass --accept-degraded to "
+           "build the lab with rate, loss, queue and ECN only";
+    print_error(msg);
+    return kExitBadInput;
+  }
   return p;
 }
 
@@ -108,7 +137,7 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
   paths = p.paths;
 
   if (args.dry_run) {
-    Plan plan = make_plan(p.model, p.paths, 0);
+    Plan plan = make_plan(p.model, p.paths, 0, p.plan);
     for (const auto& e : plan.journal) std::printf("journal %s\n", e.path.c_str());
     for (const auto& a : plan.actions) std::printf("%s\n", describe(a).c_str());
     std::printf("# %d namespaces, %d veths, %d routes, %zu actions\n", plan.namespaces, plan.veths,
@@ -122,7 +151,7 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
     return kExitFailed;
   }
   auto start = Clock::now();
-  UpOptions opts{p.text, args.scenario, terminal_progress(args.quiet)};
+  UpOptions opts{p.text, args.scenario, terminal_progress(args.quiet), p.plan};
   auto up = lab_up(p.scenario, p.paths, **backend, opts);
   if (!up) {
     print_error(up.error().what());
@@ -136,7 +165,7 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
   if (args.timings)
     for (const auto& [phase, secs] : up->phase_seconds)
       std::printf("  %-10s %.3f s\n", phase.c_str(), secs);
-  for (const auto& n : notes(p.scenario, m)) std::printf("  note: %s\n", n.c_str());
+  for (const auto& n : notes(p.scenario, *up)) std::printf("  note: %s\n", n.c_str());
   out = std::move(*up);
   return kExitOk;
 }

@@ -23,6 +23,10 @@ int main(int argc, char** argv) {
   up_cmd->add_flag("--dry-run", up.dry_run, "Print the plan; touch nothing");
   up_cmd->add_flag("-q,--quiet", up.quiet, "No progress output");
   up_cmd->add_flag("--timings", up.timings, "Print the time each phase took");
+  const char* degraded_help =
+      "On a kernel without sch_fq, build anyway: links keep rate, loss and ECN (policer) but "
+      "get no delay or jitter";
+  up_cmd->add_flag("--accept-degraded", up.accept_degraded, degraded_help);
 
   std::vector<std::string> down_labs;
   bool down_all = false;
@@ -47,6 +51,33 @@ int main(int argc, char** argv) {
   exec_cmd->add_flag("--all", exec_all, "One process per host, with RANK/WORLD_SIZE set");
   exec_cmd->add_flag("--no-tag", exec_no_tag, "With --all: do not prefix lines with [host]");
 
+  cli::LinkSetArgs link;
+  auto* link_cmd = app.add_subcommand("link", "Change a running lab's links live");
+  link_cmd->require_subcommand(1);
+  auto* link_set = link_cmd->add_subcommand(
+      "set", "Change the shape of a link (a:b both directions, a>b one); unnamed settings stay");
+  auto* link_down = link_cmd->add_subcommand("down", "Take a link down: it drops everything");
+  auto* link_up = link_cmd->add_subcommand("up", "Bring a link back up with its shape");
+  for (auto* c : {link_set, link_down, link_up}) {
+    c->add_option("lab", link.lab, "Lab name")->required();
+    c->add_option("link", link.link, "a:b or a>b, e.g. leaf1:spine2")->required();
+  }
+  link_set->add_option("--rate", link.rate, "e.g. 10gbit; 'unlimited' lifts the limit");
+  link_set->add_option("--delay", link.delay, "Added one-way delay, e.g. 50us; 0 for none");
+  link_set->add_option("--jitter", link.jitter, "Uniform +-jitter, e.g. 10us; 0 for none");
+  link_set->add_option("--loss", link.loss, "Independent loss, e.g. 0.1% or 0.001; 0 for none");
+  link_set->add_option("--loss-burst", link.loss_burst,
+                       "Gilbert-Elliott loss p,r[,loss_bad[,loss_good]], e.g. 1%,25%");
+  link_set->add_option("--queue", link.queue, "Queue limit as time (200us) or size (64K)");
+  link_set->add_option("--ecn-threshold", link.ecn, "Mark CE above this queue delay, e.g. 40us");
+  bool reorder = false, no_reorder = false;
+  link_set->add_flag("--reorder", reorder, "Jitter may reorder packets (the default)");
+  link_set->add_flag("--no-reorder", no_reorder, "Jitter keeps packets in order")
+      ->excludes("--reorder");
+  link_set->add_flag("--accept-degraded", link.accept_degraded,
+                     "On a policer lab (no fq), set the rest even though delay/jitter are not "
+                     "added");
+
   bool doctor_json = false;
   auto* doctor_cmd = app.add_subcommand("doctor", "What this kernel and machine can emulate");
   doctor_cmd->add_flag("--json", doctor_json, "Machine-readable output");
@@ -59,6 +90,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--lab", run.lab, "Lab name (default: the scenario's name)");
   run_cmd->add_flag("--keep", run_keep, "Leave the lab up afterwards");
   run_cmd->add_flag("-q,--quiet", run.quiet, "No progress output");
+  run_cmd->add_flag("--accept-degraded", run.accept_degraded, degraded_help);
 
   try {
     app.parse(argc, argv);
@@ -74,6 +106,10 @@ int main(int argc, char** argv) {
   if (!exec_argv.empty() && exec_argv.front() == "--") exec_argv.erase(exec_argv.begin());
   if (exec_cmd->parsed()) return cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_argv, base);
   if (doctor_cmd->parsed()) return cli::cmd_doctor(doctor_json);
+  if (reorder || no_reorder) link.reorder = reorder;
+  if (link_down->parsed()) link.down = true;
+  if (link_up->parsed()) link.down = false;
+  if (link_cmd->parsed()) return cli::cmd_link_set(link, base);
   if (run_cmd->parsed()) return cli::cmd_run(run, run_keep, base);
   return cli::kExitBadInput;
 }

@@ -7,6 +7,7 @@
 #include "apply/inspect.h"
 #include "apply/journal.h"
 #include "apply/lab.h"
+#include "apply/link_control.h"
 #include "cli/commands.h"
 #include "doctor/probe.h"
 #include "runtime/spawn.h"
@@ -29,16 +30,7 @@ bool require_root(const char* command) {
 namespace {
 
 std::string shape_text(const LinkShape& s) {
-  std::string out;
-  auto add = [&](const std::string& t) { out += (out.empty() ? "" : " ") + t; };
-  if (s.rate_bps) add(format_rate(*s.rate_bps));
-  if (s.delay_ns) add("delay " + format_time_ns(*s.delay_ns));
-  if (s.jitter_ns) add("jitter " + format_time_ns(*s.jitter_ns));
-  if (s.loss) add("loss " + std::to_string(*s.loss * 100).substr(0, 5) + "%");
-  if (s.queue_ns) add("queue " + format_time_ns(*s.queue_ns));
-  if (s.queue_bytes) add("queue " + format_size(*s.queue_bytes));
-  if (s.ecn_threshold_ns) add("ecn " + format_time_ns(*s.ecn_threshold_ns));
-  if (s.down && *s.down) add("down");
+  std::string out = s.str();
   return out.empty() ? "-" : out;
 }
 
@@ -48,11 +40,45 @@ void shape_json(JsonWriter& j, const LinkShape& s) {
   if (s.delay_ns) j.field("delay_ns", *s.delay_ns);
   if (s.jitter_ns) j.field("jitter_ns", *s.jitter_ns);
   if (s.loss) j.field("loss", *s.loss);
+  if (s.loss_burst) {
+    j.key("loss_burst").begin_object().field("p", s.loss_burst->p).field("r", s.loss_burst->r);
+    j.field("loss_bad", s.loss_burst->loss_bad).field("loss_good", s.loss_burst->loss_good);
+    j.end_object();
+  }
+  if (s.reorder) j.field("reorder", *s.reorder);
   if (s.queue_ns) j.field("queue_ns", *s.queue_ns);
   if (s.queue_bytes) j.field("queue_bytes", *s.queue_bytes);
   if (s.ecn_threshold_ns) j.field("ecn_threshold_ns", *s.ecn_threshold_ns);
   if (s.down) j.field("down", *s.down);
   j.end_object();
+}
+
+void direction_json(JsonWriter& j, const DirectionState& d) {
+  j.begin_object().field("direction", d.name).field("shaped", d.shaped);
+  j.key("shape");
+  shape_json(j, d.shape);
+  const LinkCounters& c = d.counters;
+  j.key("counters").begin_object();
+  j.field("packets", c.packets).field("bytes", c.bytes);
+  j.field("drop_loss", c.drop_loss).field("drop_queue", c.drop_queue);
+  j.field("drop_down", c.drop_down).field("ce_marks", c.ce_marks);
+  j.field("queue_delay_p50_ns", queue_delay_quantile(c, 0.5));
+  j.field("queue_delay_p99_ns", queue_delay_quantile(c, 0.99));
+  j.key("queue_delay_hist").begin_array();
+  for (uint64_t n : c.queue_delay_hist) j.value(n);
+  j.end_array().end_object().end_object();
+}
+
+std::string mode_text(const std::optional<LinkModelState>& lm, const std::string& why_not) {
+  if (!lm) return "unavailable: " + why_not;
+  int shaped = 0;
+  for (const auto& d : lm->dirs) shaped += d.shaped;
+  if (shaped == 0) return "loaded, no port shaped (`fabemu link set` shapes one)";
+  if (lm->mode.fq)
+    return "eBPF + fq (EDT) on " + std::to_string(shaped) +
+           " ports: rate, delay, jitter, loss, queue, ECN enforced";
+  return "eBPF POLICER on " + std::to_string(shaped) + " ports (" + lm->mode.no_fq_reason +
+         "): rate, loss, queue, ECN enforced; delay and jitter NOT added";
 }
 
 int list_labs_status(const LabPaths& base, bool json) {
@@ -104,6 +130,16 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
     return it == ifs[node].end() ? nullptr : &it->second;
   };
   const std::string state = !journal.complete ? "incomplete" : missing.empty() ? "up" : "degraded";
+  std::optional<LinkModelState> lm;
+  std::string lm_error;
+  if (auto r = read_link_model(paths, *model)) {
+    lm = std::move(*r);
+  } else {
+    lm_error = r.error().what();
+  }
+  auto dir_state = [&](size_t link, bool back) -> const DirectionState* {
+    return lm ? &lm->dirs[2 * link + (back ? 1 : 0)] : nullptr;
+  };
 
   if (json) {
     JsonWriter j;
@@ -112,6 +148,14 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
         .field("state", state)
         .field("scenario", journal.scenario_file);
     j.field("pool", model->addresses.pool.str());
+    j.key("link_model").begin_object();
+    if (lm) {
+      j.field("mode", lm->mode.fq ? "fq" : "policer");
+      if (!lm->mode.fq) j.field("reason", lm->mode.no_fq_reason);
+    } else {
+      j.field("mode", "unavailable").field("reason", lm_error);
+    }
+    j.end_object();
     j.key("nodes").begin_array();
     for (size_t n = 0; n < t.nodes.size(); ++n) {
       const Node& node = t.nodes[n];
@@ -146,11 +190,15 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
         }
         j.end_object();
       }
-      j.key("shape_a_to_b");
+      j.key("scenario_a_to_b");
       shape_json(j, link.a_to_b);
-      j.key("shape_b_to_a");
+      j.key("scenario_b_to_a");
       shape_json(j, link.b_to_a);
-      j.field("shaping_enforced", false);
+      for (bool back : {false, true})
+        if (const auto* d = dir_state(l, back)) {
+          j.key(back ? "b_to_a" : "a_to_b");
+          direction_json(j, *d);
+        }
       j.end_object();
     }
     j.end_array().end_object();
@@ -163,6 +211,7 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
               model->addresses.pool.str().c_str(), journal.scenario_file.c_str());
   if (!missing.empty())
     std::printf("  missing namespaces: %zu (first: %s)\n", missing.size(), missing.front().c_str());
+  std::printf("link model: %s\n", mode_text(lm, lm_error).c_str());
   std::printf("\n%-12s %-7s %-16s %s\n", "NODE", "ROLE", "ADDRESS", "NAMESPACE");
   for (size_t n = 0; n < t.nodes.size(); ++n) {
     const Node& node = t.nodes[n];
@@ -171,25 +220,36 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
     std::printf("%-12s %-7s %-16s %s\n", node.name.c_str(), host ? "host" : "switch",
                 ip.str().c_str(), paths.ns_name(node.name).c_str());
   }
-  std::printf("\n%-22s %-5s %-17s %-17s %12s %12s %8s  %s\n", "LINK", "STATE", "A ADDRESS",
-              "B ADDRESS", "A>B PKTS", "B>A PKTS", "DROPS", "SHAPE (configured, not enforced)");
+  std::printf("\n%-22s %-5s %-17s %-17s %-6s %10s %8s %8s %8s %9s  %s\n", "LINK", "STATE",
+              "A ADDRESS", "B ADDRESS", "DIR", "PACKETS", "LOSS", "QUEUE", "CE", "QDELAY99",
+              "SHAPE (live)");
   for (size_t l = 0; l < t.links.size(); ++l) {
     const Link& link = t.links[l];
     const auto* sa = end_state(link.a.node, link.a.ifname);
     const auto* sb = end_state(link.b.node, link.b.ifname);
     bool up = sa && sb && sa->running && sb->running;
-    uint64_t drops =
-        (sa ? sa->tx_dropped + sa->rx_dropped : 0) + (sb ? sb->tx_dropped + sb->rx_dropped : 0);
     std::string name = t.nodes[link.a.node].name + ":" + t.nodes[link.b.node].name;
-    std::string shape = shape_text(link.a_to_b);
-    if (!(link.a_to_b == link.b_to_a)) shape += " / " + shape_text(link.b_to_a);
-    std::printf("%-22s %-5s %-17s %-17s %12llu %12llu %8llu  %s\n", name.c_str(),
-                up ? "up" : "DOWN",
-                (link.a.ifname + " " + model->addresses.links[l].a.str()).c_str(),
-                (link.b.ifname + " " + model->addresses.links[l].b.str()).c_str(),
-                static_cast<unsigned long long>(sa ? sa->tx_packets : 0),
-                static_cast<unsigned long long>(sb ? sb->tx_packets : 0),
-                static_cast<unsigned long long>(drops), shape.c_str());
+    for (bool back : {false, true}) {
+      const DirectionState* d = dir_state(l, back);
+      const auto* from = back ? sb : sa;
+      const uint64_t kernel_tx = from ? from->tx_packets : 0;
+      auto num = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+      std::string shape = d && d->shaped ? shape_text(d->shape) : "(unshaped)";
+      if (d && d->shaped && !lm->mode.fq && (d->shape.delay_ns || d->shape.jitter_ns))
+        shape += " [policer: no delay/jitter]";
+      if (d && d->shaped && d->shape.down.value_or(false)) up = false;
+      const std::string qd = d && d->counters.packets
+                                 ? "<" + format_time_ns(queue_delay_quantile(d->counters, 0.99))
+                                 : "-";
+      std::printf("%-22s %-5s %-17s %-17s %-6s %10llu %8llu %8llu %8llu %9s  %s\n",
+                  back ? "" : name.c_str(), back ? "" : (up ? "up" : "DOWN"),
+                  back ? "" : (link.a.ifname + " " + model->addresses.links[l].a.str()).c_str(),
+                  back ? "" : (link.b.ifname + " " + model->addresses.links[l].b.str()).c_str(),
+                  back ? "b>a" : "a>b", num(d && d->shaped ? d->counters.packets : kernel_tx),
+                  num(d ? d->counters.drop_loss + d->counters.drop_down : 0),
+                  num(d ? d->counters.drop_queue : 0), num(d ? d->counters.ce_marks : 0),
+                  qd.c_str(), shape.c_str());
+    }
   }
   return missing.empty() ? kExitOk : kExitFailed;
 }

@@ -1,7 +1,7 @@
 // The BPF steps the link model depends on, in their smallest form: load, clsact attach, tcx link.
 #pragma once
 
-#include "doctor/netlink.h"
+#include "util/netlink.h"
 #include "util/result.h"
 
 namespace fabemu::doctor {

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "doctor/netlink.h"
+#include "util/netlink.h"
 #include "util/result.h"
 
 namespace fabemu::doctor {

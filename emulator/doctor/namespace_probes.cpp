@@ -18,10 +18,10 @@
 
 #include "apply/netns.h"
 #include "doctor/bpf_attach.h"
-#include "doctor/netlink.h"
 #include "doctor/rdma_link.h"
 #include "doctor/rtnl.h"
 #include "util/files.h"
+#include "util/netlink.h"
 
 namespace fabemu::doctor {
 

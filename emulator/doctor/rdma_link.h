@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "doctor/netlink.h"
+#include "util/netlink.h"
 #include "util/result.h"
 
 namespace fabemu::doctor {

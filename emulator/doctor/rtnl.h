@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "doctor/netlink.h"
+#include "util/netlink.h"
 #include "util/result.h"
 
 namespace fabemu::doctor {

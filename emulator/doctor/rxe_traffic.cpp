@@ -2,6 +2,7 @@
 #include "doctor/rxe_traffic.h"
 
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <net/if.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 
 #include "apply/netns.h"
 #include "apply/rtnl.h"
+#include "apply/veth.h"
 #include "util/files.h"
 
 namespace fabemu::doctor {
@@ -95,9 +97,10 @@ class Pair {
       if (!made) return made.error();
       fds[i] = std::move(*made);
     }
-    auto rtnl = RtnlSocket::open();
+    auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, std::chrono::seconds(5));
     if (!rtnl) return rtnl.error();
-    FABEMU_TRY(rtnl->add_veth(fds[0].get(), "fe-rxa", fds[1].get(), "fe-rxb", 1500));
+    FABEMU_TRY(
+        create_veth_pair(*rtnl, {fds[0].get(), "fe-rxa"}, {fds[1].get(), "fe-rxb"}, 1500, 0));
     for (int i = 0; i < 2; ++i) {
       Result<void> r = ok();
       std::thread([&] {

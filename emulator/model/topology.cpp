@@ -80,6 +80,29 @@ std::vector<int> find_links(const Topology& topo, std::string_view a, std::strin
   return out;
 }
 
+Result<std::vector<Direction>> find_directions(const Topology& topo, std::string_view name) {
+  const size_t sep = name.find_first_of(":>");
+  if (sep == std::string_view::npos || sep == 0 || sep + 1 == name.size())
+    return make_error("'" + std::string(name) +
+                          "' is not a link name; valid: 'a:b' (both directions) or 'a>b' (a to b "
+                          "only), e.g. leaf1:spine2",
+                      EINVAL);
+  const std::string_view a = name.substr(0, sep), b = name.substr(sep + 1);
+  for (std::string_view n : {a, b})
+    if (topo.find(n) < 0) return make_error("no node named '" + std::string(n) + "'", ENOENT);
+  const bool one_way = name[sep] == '>';
+  std::vector<Direction> out;
+  const int na = topo.find(a);
+  for (int l : find_links(topo, a, b)) {
+    const bool a_is_b_end = topo.links[l].b.node == na;  // the link was made as b:a
+    out.push_back({l, a_is_b_end});                      // a to b
+    if (!one_way) out.push_back({l, !a_is_b_end});       // and back
+  }
+  if (out.empty())
+    return make_error("no link between " + std::string(a) + " and " + std::string(b), ENOENT);
+  return out;
+}
+
 std::vector<std::string> link_classes(TopologyKind kind) {
   switch (kind) {
     case TopologyKind::LeafSpine:

@@ -65,4 +65,15 @@ Result<Topology> build_topology(const Scenario& scenario);
 // "leaf1:spine2" -> the link indices between those nodes (either order); empty when none.
 std::vector<int> find_links(const Topology& topo, std::string_view a, std::string_view b);
 
+// One direction of one link: from end a to end b, or back.
+struct Direction {
+  int link = 0;
+  bool b_to_a = false;
+  bool operator==(const Direction&) const = default;
+};
+
+// "a:b" -> both directions of every a-b link; "a>b" -> the a-to-b direction only. The error
+// names what is wrong ("no node spine9", "no link between h1 and h2").
+Result<std::vector<Direction>> find_directions(const Topology& topo, std::string_view name);
+
 }  // namespace fabemu

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "shaping/bpffs.h"
+
 namespace fabemu {
 
 // Every object fabemu makes carries this prefix, so `down --all` and users can tell ours.
@@ -15,10 +17,12 @@ struct LabPaths {
   std::string run_root = "/run/fabemu";
   std::string netns_dir = "/run/netns";      // where `ip netns` looks
   std::string etc_netns_dir = "/etc/netns";  // what `ip netns exec` bind-mounts over /etc
+  std::string bpffs_root = kBpffsRoot;       // the link model's maps: <root>/fabemu/<lab>
 
   std::string run_dir() const { return run_root + "/" + lab; }
   std::string journal() const { return run_dir() + "/journal"; }
   std::string scenario_copy() const { return run_dir() + "/scenario.yaml"; }
+  std::string shaping_file() const { return run_dir() + "/shaping"; }
   std::string ns_name(const std::string& node) const {
     return std::string(kPrefix) + "-" + lab + "-" + node;
   }
@@ -33,6 +37,7 @@ struct LabPaths {
   std::string etc_link(const std::string& node) const {
     return etc_netns_dir + "/" + ns_name(node);
   }
+  std::string pin_dir() const { return lab_pin_dir(lab, bpffs_root); }
   std::string tmp_dir() const { return run_dir() + "/tmp"; }
   std::string host_tmp(const std::string& node) const { return tmp_dir() + "/" + node; }
 };

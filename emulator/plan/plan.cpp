@@ -1,6 +1,10 @@
 // Planner: turns the lab model into ordered actions and the journal of what they leave behind.
 #include "plan/plan.h"
 
+#include <algorithm>
+
+#include "util/units.h"
+
 namespace fabemu {
 
 Result<LabModel> build_model(const Scenario& scenario, int pool) {
@@ -40,9 +44,86 @@ void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Fabr
   }
 }
 
+bool any_shape(const Topology& t) {
+  for (const Link& l : t.links)
+    if (!l.a_to_b.empty() || !l.b_to_a.empty()) return true;
+  return false;
+}
+
+// With fq holding packets for the emulated delay, a socket's bytes "in flight on the wire" sit
+// in its host's qdisc and count against TCP Small Queues: at the default 4 MiB a 10 ms link
+// would cap one flow at 3.4 Gbit/s. Room for twice the host's largest bandwidth-delay product.
+std::optional<uint64_t> tsq_bytes_for(const Topology& t, int node) {
+  double need = 0;
+  for (int l : t.links_of(node)) {
+    const Link& link = t.links[l];
+    const LinkShape& out = link.a.node == node ? link.a_to_b : link.b_to_a;
+    const double hold_s = 1e-9 * double(out.delay_ns.value_or(0) + 2 * out.jitter_ns.value_or(0));
+    const double bps = out.rate_bps && *out.rate_bps ? double(*out.rate_bps) : 100e9;
+    need = std::max(need, 2 * bps / 8 * hold_s);
+  }
+  constexpr double kDefault = 4 << 20, kMax = 1ULL << 30;
+  if (need <= kDefault) return std::nullopt;
+  return static_cast<uint64_t>(std::min(need, kMax));
+}
+
 }  // namespace
 
-Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
+std::string direction_name(const Topology& t, int link, bool b_to_a) {
+  const Link& l = t.links[link];
+  const std::string& a = t.nodes[l.a.node].name;
+  const std::string& b = t.nodes[l.b.node].name;
+  return b_to_a ? b + ">" + a : a + ">" + b;
+}
+
+ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_a,
+                  const PlanOptions& options) {
+  const Topology& t = m.topo;
+  const LinkEnd& from = b_to_a ? t.links[link].b : t.links[link].a;
+  ShapePort p;
+  p.ns = paths.ns_name(t.nodes[from.node].name);
+  p.ifname = from.ifname;
+  p.ifindex = port_ifindex(link, b_to_a);
+  p.direction = direction_name(t, link, b_to_a);
+  p.seed = link_seed(m.scenario.seed, p.direction);
+  p.policer = !options.fq;
+  if (options.fq) p.fq = fq_params_for({});
+  return p;
+}
+
+std::string format_shaping_mode(const PlanOptions& o) {
+  if (o.fq) return "fq\n";
+  std::string why = o.no_fq_reason;
+  std::replace(why.begin(), why.end(), '\n', ' ');
+  return "policer " + why + "\n";
+}
+
+Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::string& path) {
+  PlanOptions o;
+  if (text.rfind("fq", 0) == 0) return o;
+  if (text.rfind("policer", 0) != 0)
+    return make_error(path + ": not a shaping mode: " + text, EINVAL);
+  o.fq = false;
+  o.no_fq_reason = text.size() > 8 ? text.substr(8) : "";
+  while (!o.no_fq_reason.empty() && o.no_fq_reason.back() == '\n') o.no_fq_reason.pop_back();
+  return o;
+}
+
+std::vector<std::string> needs_fq(const LabModel& m) {
+  std::vector<std::string> out;
+  const Topology& t = m.topo;
+  for (size_t i = 0; i < t.links.size(); ++i)
+    for (bool back : {false, true}) {
+      const LinkShape& s = back ? t.links[i].b_to_a : t.links[i].a_to_b;
+      std::string what;
+      if (s.delay_ns.value_or(0)) what += " delay " + format_time_ns(*s.delay_ns);
+      if (s.jitter_ns.value_or(0)) what += " jitter " + format_time_ns(*s.jitter_ns);
+      if (!what.empty()) out.push_back(direction_name(t, static_cast<int>(i), back) + ":" + what);
+    }
+  return out;
+}
+
+Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOptions& options) {
   const Topology& t = m.topo;
   Plan plan;
   plan.lab = paths.lab;
@@ -72,10 +153,22 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
     ++plan.namespaces;
   }
 
-  for (const Link& l : t.links) {
+  const bool shaped = any_shape(t);
+  if (shaped) {
+    // Host sockets whose packets wait in their own host's fq for the emulated delay.
+    for (int h : t.hosts())
+      if (auto tsq = tsq_bytes_for(t, h); tsq && options.fq)
+        plan.actions.push_back(SetSysctl{paths.ns_name(t.nodes[h].name),
+                                         "net/ipv4/tcp_limit_output_bytes", std::to_string(*tsq)});
+  }
+
+  for (size_t i = 0; i < t.links.size(); ++i) {
+    const Link& l = t.links[i];
+    const int id = static_cast<int>(i);
     plan.actions.push_back(CreateVeth{paths.ns_name(t.nodes[l.a.node].name), l.a.ifname,
                                       paths.ns_name(t.nodes[l.b.node].name), l.b.ifname,
-                                      m.scenario.fabric.mtu});
+                                      m.scenario.fabric.mtu, port_ifindex(id, false),
+                                      port_ifindex(id, true), shaped ? 1u : 0u});
     ++plan.veths;
   }
 
@@ -96,6 +189,26 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool) {
         a.hops.push_back({h.gateway, t.links[h.link].end(node).ifname});
       plan.actions.push_back(std::move(a));
       ++plan.routes;
+    }
+  }
+
+  // The link model, once every port exists and is up. Its maps outlive this process, pinned
+  // in bpffs; the program lives as long as some port holds it. Loaded in every lab, so that
+  // `fabemu link set` can shape a link of a lab that started unshaped.
+  plan.journal.push_back({K::Pins, paths.pin_dir()});
+  plan.actions.push_back(LoadShaper{paths.bpffs_root, paths.pin_dir()});
+  plan.actions.push_back(WriteFile{paths.shaping_file(), format_shaping_mode(options)});
+  if (shaped) {
+    for (size_t i = 0; i < t.links.size(); ++i) {
+      const Link& l = t.links[i];
+      const int id = static_cast<int>(i);
+      for (bool back : {false, true}) {
+        ShapePort p = port_of(m, paths, id, back, options);
+        p.shape = back ? l.b_to_a : l.a_to_b;
+        if (p.fq) p.fq = fq_params_for(p.shape);
+        plan.actions.push_back(std::move(p));
+        ++plan.shaped_ports;
+      }
     }
   }
 
@@ -155,6 +268,14 @@ std::string describe(const Action& action) {
       return "symlink " + a.path + " -> " + a.target;
     }
     std::string operator()(const CreateCgroup& a) const { return "create cgroup " + a.path; }
+    std::string operator()(const LoadShaper& a) const {
+      return "load the link model, maps pinned in " + a.pin_dir;
+    }
+    std::string operator()(const ShapePort& a) const {
+      std::string s = "shape " + a.direction + " at " + a.ifname + " in " + a.ns + ": " +
+                      (a.shape.empty() ? "unlimited" : a.shape.str());
+      return s + (a.policer ? " (policer, no fq)" : " (fq)");
+    }
   } visitor;
   return std::visit(visitor, action);
 }

@@ -11,6 +11,7 @@
 #include "model/topology.h"
 #include "plan/lab_paths.h"
 #include "scenario/scenario.h"
+#include "shaping/link_cfg.h"
 
 namespace fabemu {
 
@@ -42,6 +43,31 @@ struct SetLinkUp {
 struct CreateVeth {
   std::string ns_a, if_a, ns_b, if_b;
   uint32_t mtu = 1500;
+  // Lab-unique (see port_ifindex): the link model's maps are keyed by ifindex. 0: the kernel's
+  // choice.
+  uint32_t ifindex_a = 0, ifindex_b = 0;
+  // 1 on shaped ports: TCP then hands the port one wire packet per skb, so that a loss, a mark
+  // and a departure time each concern one packet. 0: the kernel's default.
+  uint32_t gso_max_segs = 0;
+};
+
+// Loads the link model and pins its maps for the lab (once, before any ShapePort).
+struct LoadShaper {
+  std::string bpffs_root;  // mounted first when the system has no bpffs there
+  std::string pin_dir;
+};
+
+// The link model on one port, i.e. one direction of one link: attach the program at its
+// egress, write the shape, turn segmentation and receive offloads off, and (with fq) make fq
+// the root qdisc that releases packets at the departure times the program sets.
+struct ShapePort {
+  std::string ns, ifname;
+  uint32_t ifindex = 0;
+  std::string direction;  // "leaf1>spine2"
+  LinkShape shape;
+  uint64_t seed = 0;
+  bool policer = false;        // no fq: police a virtual queue, add no delay
+  std::optional<FqParams> fq;  // unset with the policer
 };
 
 struct AddAddress {
@@ -83,7 +109,7 @@ struct CreateCgroup {
 };
 
 using Action = std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, AddAddress, AddRoute,
-                            WriteFile, MakeDir, MakeSymlink, CreateCgroup>;
+                            WriteFile, MakeDir, MakeSymlink, CreateCgroup, LoadShaper, ShapePort>;
 
 std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 
@@ -91,8 +117,9 @@ std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 // Objects inside a namespace (veths, addresses, routes) go with the namespace and are not listed.
 struct JournalEntry {
   // Mount: the lab's run dir tmpfs; Path: a file, symlink or directory tree;
-  // Netns/Uts: a pinned namespace (inside the run dir: it goes with its unmount).
-  enum class Kind { Mount, Path, Netns, Uts, Cgroup } kind;
+  // Netns/Uts: a pinned namespace (inside the run dir: it goes with its unmount);
+  // Pins: a bpffs directory of pinned maps.
+  enum class Kind { Mount, Path, Netns, Uts, Cgroup, Pins } kind;
   std::string path;
   bool operator==(const JournalEntry&) const = default;
 };
@@ -103,7 +130,29 @@ struct Plan {
   std::vector<JournalEntry> journal;  // written before the first action runs
   std::vector<Action> actions;
   int namespaces = 0, veths = 0, routes = 0;  // for progress and reports
+  int shaped_ports = 0;
 };
+
+// What the running kernel lets the link model do (probed by the caller: plans are pure).
+struct PlanOptions {
+  bool fq = true;  // sch_fq exists: departure times (delay, jitter, exact rate); else policer
+  std::string no_fq_reason;  // what the probe saw, for `status`
+};
+
+// The mode a lab was built with, kept in its run dir (LabPaths::shaping_file): "fq" or
+// "policer <reason>".
+std::string format_shaping_mode(const PlanOptions& options);
+Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::string& path);
+
+// The first port's ifindex. Every port of a lab gets its own, so one set of maps (keyed by
+// ifindex) serves all its namespaces; far above what a fresh namespace's own devices use.
+inline constexpr uint32_t kFirstPortIfindex = 1000;
+// Link `link`'s port on side a (b_side false) or b.
+inline uint32_t port_ifindex(int link, bool b_side) {
+  return kFirstPortIfindex + 2 * static_cast<uint32_t>(link) + (b_side ? 1 : 0);
+}
+// "a>b": the name of one direction of a link, used for seeds and in reports.
+std::string direction_name(const Topology& t, int link, bool b_to_a);
 
 struct LabModel {
   Scenario scenario;
@@ -115,6 +164,17 @@ struct LabModel {
 // Scenario -> topology -> addresses -> routes, all pure.
 Result<LabModel> build_model(const Scenario& scenario, int pool);
 
-Plan make_plan(const LabModel& model, const LabPaths& paths, int pool);
+// Every port is shaped when any link direction has a shape; otherwise none is (and `fabemu link
+// set` attaches the model when it is first needed).
+Plan make_plan(const LabModel& model, const LabPaths& paths, int pool,
+               const PlanOptions& options = {});
+
+// Link directions whose shape the kernel cannot enforce without fq (delay or jitter), as
+// "a>b: delay 2us" lines; empty when fq is there or nothing needs it.
+std::vector<std::string> needs_fq(const LabModel& model);
+
+// The ShapePort of one direction of a link, with an empty shape (and default fq limits).
+ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_a,
+                  const PlanOptions& options);
 
 }  // namespace fabemu

@@ -21,7 +21,7 @@
 namespace fabemu {
 namespace {
 
-Result<void> bind(const std::string& from, const std::string& to) {
+Result<void> bind_mount(const std::string& from, const std::string& to) {
   if (::mount(from.c_str(), to.c_str(), "none", MS_BIND, nullptr) != 0)
     return errno_error("bind-mounting " + from + " on " + to);
   return ok();
@@ -73,11 +73,11 @@ Result<void> enter_node(const NodeContext& c) {
     while (dirent* e = ::readdir(d)) {
       if (e->d_name[0] == '.') continue;
       std::string target = std::string("/etc/") + e->d_name;
-      if (path_exists(target)) FABEMU_TRY(bind(c.etc_dir + "/" + e->d_name, target));
+      if (path_exists(target)) FABEMU_TRY(bind_mount(c.etc_dir + "/" + e->d_name, target));
     }
     ::closedir(d);
   }
-  if (!c.tmp_dir.empty()) FABEMU_TRY(bind(c.tmp_dir, "/tmp"));
+  if (!c.tmp_dir.empty()) FABEMU_TRY(bind_mount(c.tmp_dir, "/tmp"));
   for (const auto& [k, v] : c.env) ::setenv(k.c_str(), v.c_str(), 1);
   return ok();
 }

@@ -35,6 +35,19 @@ void read_queue(const Field& f, uint32_t mtu, LinkShape& shape) {
   shape.queue_bytes = *bytes;
 }
 
+// loss_burst: {p: 1%, r: 25%, loss_bad: 100%, loss_good: 0%}, probabilities per packet.
+BurstLoss read_burst_loss(const Field& f) {
+  f.check_keys({"p", "r", "loss_bad", "loss_good"});
+  BurstLoss b;
+  b.p = f.at("p", "P(good -> bad) per packet, e.g. 1%").parsed(parse_loss);
+  const Field r = f.at("r", "P(bad -> good) per packet, e.g. 25% for bursts of 4 packets");
+  b.r = r.parsed(parse_loss);
+  if (auto v = f.find("loss_bad")) b.loss_bad = v->parsed(parse_loss);
+  if (auto v = f.find("loss_good")) b.loss_good = v->parsed(parse_loss);
+  if (b.r == 0) r.fail("r is 0: the bad state would never end; valid: 0 < r <= 100%");
+  return b;
+}
+
 }  // namespace
 
 LinkShape read_link_shape(const Field& map, uint32_t mtu) {
@@ -44,6 +57,10 @@ LinkShape read_link_shape(const Field& map, uint32_t mtu) {
   if (auto f = map.find("jitter")) shape.jitter_ns = f->parsed(parse_time_ns);
   if (auto f = map.find("reorder")) shape.reorder = f->boolean();
   if (auto f = map.find("loss")) shape.loss = f->parsed(parse_loss);
+  if (auto f = map.find("loss_burst")) {
+    if (shape.loss) f->fail("give either loss (independent drops) or loss_burst, not both");
+    shape.loss_burst = read_burst_loss(*f);
+  }
   if (auto f = map.find("queue")) read_queue(*f, mtu, shape);
   if (auto f = map.find("ecn_threshold")) shape.ecn_threshold_ns = f->parsed(parse_time_ns);
   if (auto f = map.find("down")) shape.down = f->boolean();

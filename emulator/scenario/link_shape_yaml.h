@@ -13,8 +13,8 @@
 
 namespace fabemu::detail {
 
-inline constexpr std::string_view kLinkShapeKeys[] = {"rate", "delay", "jitter",        "reorder",
-                                                      "loss", "queue", "ecn_threshold", "down"};
+inline constexpr std::string_view kLinkShapeKeys[] = {
+    "rate", "delay", "jitter", "reorder", "loss", "loss_burst", "queue", "ecn_threshold", "down"};
 
 // The link-shape keys followed by `extra`, for maps that hold a shape and more ("link: a:b").
 std::vector<std::string_view> link_shape_keys_and(std::initializer_list<std::string_view> extra);

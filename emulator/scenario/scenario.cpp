@@ -1,6 +1,10 @@
 // Small behaviour of the scenario data: locations as text and merging of optional settings.
 #include "scenario/scenario.h"
 
+#include <cstdio>
+
+#include "util/units.h"
+
 namespace fabemu {
 
 std::string SourceLoc::str() const {
@@ -23,7 +27,11 @@ void LinkShape::merge(const LinkShape& over) {
   take_if_set(delay_ns, over.delay_ns);
   take_if_set(jitter_ns, over.jitter_ns);
   take_if_set(reorder, over.reorder);
-  take_if_set(loss, over.loss);
+  // Bernoulli and burst loss are one setting too.
+  if (over.loss || over.loss_burst) {
+    loss = over.loss;
+    loss_burst = over.loss_burst;
+  }
   // The queue limit is one setting spelled as a time or a size: a more specific level that
   // gives either replaces both, so "queue: 64K" over "queue: 200us" does not keep 200us too.
   if (over.queue_ns || over.queue_bytes) {
@@ -32,6 +40,30 @@ void LinkShape::merge(const LinkShape& over) {
   }
   take_if_set(ecn_threshold_ns, over.ecn_threshold_ns);
   take_if_set(down, over.down);
+}
+
+std::string LinkShape::str() const {
+  std::string out;
+  auto add = [&](const std::string& field) { out += (out.empty() ? "" : ", ") + field; };
+  auto percent = [](double p) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g%%", p * 100);
+    return std::string(buf);
+  };
+  if (down.value_or(false)) add("down");
+  if (rate_bps) add("rate " + format_rate(*rate_bps));
+  if (delay_ns) add("delay " + format_time_ns(*delay_ns));
+  if (jitter_ns) add("jitter " + format_time_ns(*jitter_ns));
+  if (reorder) add(std::string("reorder ") + (*reorder ? "true" : "false"));
+  if (loss) add("loss " + percent(*loss));
+  if (loss_burst)
+    add("loss_burst {p " + percent(loss_burst->p) + ", r " + percent(loss_burst->r) +
+        ", loss_bad " + percent(loss_burst->loss_bad) + ", loss_good " +
+        percent(loss_burst->loss_good) + "}");
+  if (queue_ns) add("queue " + format_time_ns(*queue_ns));
+  if (queue_bytes) add("queue " + format_size(*queue_bytes));
+  if (ecn_threshold_ns) add("ecn_threshold " + format_time_ns(*ecn_threshold_ns));
+  return out;
 }
 
 bool LinkShape::empty() const {

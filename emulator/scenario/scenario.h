@@ -19,12 +19,22 @@ struct SourceLoc {
 };
 
 // One direction of one link. Unset fields inherit from a less specific level.
+// Gilbert-Elliott burst loss: a two-state chain stepped once per packet.
+struct BurstLoss {
+  double p = 0;          // P(good -> bad) per packet
+  double r = 1;          // P(bad -> good) per packet: bursts last 1/r packets on average
+  double loss_bad = 1;   // drop probability in the bad state
+  double loss_good = 0;  // drop probability in the good state
+  bool operator==(const BurstLoss&) const = default;
+};
+
 struct LinkShape {
   std::optional<uint64_t> rate_bps;
   std::optional<uint64_t> delay_ns;
   std::optional<uint64_t> jitter_ns;
-  std::optional<bool> reorder;  // jitter may reorder packets (default true)
-  std::optional<double> loss;   // fraction 0..1
+  std::optional<bool> reorder;          // jitter may reorder packets (default true)
+  std::optional<double> loss;           // fraction 0..1
+  std::optional<BurstLoss> loss_burst;  // instead of `loss`
   std::optional<uint64_t> queue_ns;
   std::optional<uint64_t> queue_bytes;
   std::optional<uint64_t> ecn_threshold_ns;
@@ -32,6 +42,8 @@ struct LinkShape {
 
   // Fields set in `over` replace ours.
   void merge(const LinkShape& over);
+  // "rate 25gbit, delay 2us, loss 0.5%" in the scenario's own spelling; "" when empty.
+  std::string str() const;
   bool empty() const;
   bool operator==(const LinkShape&) const = default;
 };

@@ -8,6 +8,8 @@
 #include <net/if.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -31,6 +33,39 @@ constexpr uint32_t kTcPriority = 1;
 struct NsId {
   uint64_t dev = 0, ino = 0;
 };
+
+// The calling thread's network namespace.
+Result<NsId> current_ns() {
+  struct stat st {};
+  if (::stat("/proc/thread-self/ns/net", &st) != 0)
+    return errno_error("stat /proc/thread-self/ns/net");
+  return NsId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+// tcx by BPF_PROG_ATTACH: persistent like a tc filter (a bpf link would go with our fd). The
+// uapi headers of older distributions lack the constant.
+constexpr uint32_t kBpfTcxEgress = 47;
+
+long sys_bpf(int cmd, bpf_attr* attr) {
+  return ::syscall(__NR_bpf, cmd, attr, sizeof(*attr));
+}
+
+// 0, or -errno; EEXIST when this program is already attached there.
+int tcx_attach(uint32_t ifindex, int prog_fd) {
+  bpf_attr attr{};
+  attr.target_fd = ifindex;  // target_ifindex in newer headers: the same field
+  attr.attach_bpf_fd = static_cast<uint32_t>(prog_fd);
+  attr.attach_type = kBpfTcxEgress;
+  return sys_bpf(BPF_PROG_ATTACH, &attr) == 0 ? 0 : -errno;
+}
+
+int tcx_detach(uint32_t ifindex, int prog_fd) {
+  bpf_attr attr{};
+  attr.target_fd = ifindex;
+  attr.attach_bpf_fd = static_cast<uint32_t>(prog_fd);
+  attr.attach_type = kBpfTcxEgress;
+  return sys_bpf(BPF_PROG_DETACH, &attr) == 0 ? 0 : -errno;
+}
 
 // Runs f(namespace identity) on a new thread that has joined the namespace at `path`; with an empty
 // path, on a thread of the caller's namespace. The caller's own threads never change namespace.
@@ -110,36 +145,61 @@ void unclaim_port(int ports_fd, uint32_t ifindex, uint64_t dev, uint64_t ino) {
 
 Result<ShaperAttachment> ShaperAttachment::create(int prog_fd, int ports_fd,
                                                   const std::string& netns_path,
-                                                  const std::string& ifname) {
-  const std::string what = where(ifname, netns_path);
-  UniqueFd ports(::fcntl(ports_fd, F_DUPFD_CLOEXEC, 0));
-  if (!ports.valid()) return errno_error("duplicating the ports map fd for " + what);
-  return in_namespace(netns_path, [&](NsId ns) -> Result<ShaperAttachment> {
-    unsigned ifindex = ::if_nametoindex(ifname.c_str());
-    if (ifindex == 0) return errno_error("finding port " + what);
-    FABEMU_TRY(claim_port(ports.get(), ifindex, ns, ifname, what));
-
-    ShaperAttachment a;
-    a.netns_path_ = netns_path;
-    a.ifname_ = ifname;
-    a.ifindex_ = ifindex;
-    a.netns_dev_ = ns.dev;
-    a.netns_ino_ = ns.ino;
-    a.ports_fd_ = std::move(ports);
-    bpf_tc_hook hook = egress_hook(ifindex);
-    int err = bpf_tc_hook_create(&hook);
-    if (err < 0 && err != -EEXIST) {
-      unclaim_port(a.ports_fd_.get(), ifindex, ns.dev, ns.ino);
-      return make_error("creating the clsact qdisc on " + what, -err);
-    }
-    a.created_hook_ = err == 0;
-    a.attached_ = true;  // from here on, the destructor undoes what was made
-    bpf_tc_opts opts = filter_opts(prog_fd);
-    opts.flags = BPF_TC_F_REPLACE;
-    if (err = bpf_tc_attach(&hook, &opts); err < 0)
-      return make_error("attaching the link shaper at the egress of " + what, -err);
+                                                  const std::string& ifname, AttachMethod method) {
+  return in_namespace(netns_path, [&](NsId) -> Result<ShaperAttachment> {
+    auto a = create_here(prog_fd, ports_fd, ifname, netns_path, method);
+    if (a) a->netns_path_ = netns_path;
     return a;
   });
+}
+
+Result<ShaperAttachment> ShaperAttachment::create_here(int prog_fd, int ports_fd,
+                                                       const std::string& ifname,
+                                                       const std::string& where_ns,
+                                                       AttachMethod method) {
+  const std::string what = where(ifname, where_ns);
+  auto ns = current_ns();
+  if (!ns) return ns.error();
+  unsigned ifindex = ::if_nametoindex(ifname.c_str());
+  if (ifindex == 0) return errno_error("finding port " + what);
+  ShaperAttachment a;
+  a.ports_fd_ = UniqueFd(::fcntl(ports_fd, F_DUPFD_CLOEXEC, 0));
+  a.prog_fd_ = UniqueFd(::fcntl(prog_fd, F_DUPFD_CLOEXEC, 0));
+  if (!a.ports_fd_.valid() || !a.prog_fd_.valid())
+    return errno_error("duplicating the link shaper's fds for " + what);
+  FABEMU_TRY(claim_port(ports_fd, ifindex, *ns, ifname, what));
+  a.ifname_ = ifname;
+  a.ifindex_ = ifindex;
+  a.netns_dev_ = ns->dev;
+  a.netns_ino_ = ns->ino;
+
+  if (method != AttachMethod::Clsact) {
+    int err = tcx_attach(ifindex, prog_fd);
+    if (err == 0 || err == -EEXIST) {
+      a.method_ = AttachMethod::Tcx;
+      a.attached_ = true;
+      return a;
+    }
+    // EINVAL: the kernel knows no tcx attach type; anything else is a real failure.
+    if (method == AttachMethod::Tcx || err != -EINVAL) {
+      unclaim_port(ports_fd, ifindex, ns->dev, ns->ino);
+      return make_error("attaching the link shaper to the tcx egress of " + what, -err);
+    }
+  }
+  a.method_ = AttachMethod::Clsact;
+  bpf_tc_hook hook = egress_hook(ifindex);
+  int err = bpf_tc_hook_create(&hook);
+  if (err < 0 && err != -EEXIST) {
+    unclaim_port(ports_fd, ifindex, ns->dev, ns->ino);
+    return make_error("creating the clsact qdisc on " + what, -err);
+  }
+  a.created_hook_ = err == 0;
+  a.attached_ = true;  // from here on, the destructor undoes what was made
+  bpf_tc_opts opts = filter_opts(prog_fd);
+  opts.flags = BPF_TC_F_REPLACE;
+  if (err = bpf_tc_attach(&hook, &opts); err < 0)
+    return make_error("attaching the link shaper at the egress of " + what, -err);
+  return a;
 }
 
 ShaperAttachment::ShaperAttachment(ShaperAttachment&& o) noexcept
@@ -150,7 +210,9 @@ ShaperAttachment::ShaperAttachment(ShaperAttachment&& o) noexcept
       netns_ino_(o.netns_ino_),
       created_hook_(o.created_hook_),
       attached_(std::exchange(o.attached_, false)),
-      ports_fd_(std::move(o.ports_fd_)) {}
+      method_(o.method_),
+      ports_fd_(std::move(o.ports_fd_)),
+      prog_fd_(std::move(o.prog_fd_)) {}
 
 ShaperAttachment& ShaperAttachment::operator=(ShaperAttachment&& o) noexcept {
   if (this == &o) return *this;
@@ -164,7 +226,9 @@ ShaperAttachment& ShaperAttachment::operator=(ShaperAttachment&& o) noexcept {
   netns_ino_ = o.netns_ino_;
   created_hook_ = o.created_hook_;
   attached_ = std::exchange(o.attached_, false);
+  method_ = o.method_;
   ports_fd_ = std::move(o.ports_fd_);
+  prog_fd_ = std::move(o.prog_fd_);
   return *this;
 }
 
@@ -184,6 +248,12 @@ Result<void> ShaperAttachment::detach() {
     if (ns.dev != netns_dev_ || ns.ino != netns_ino_) return ok();  // another namespace now
     char name[IF_NAMESIZE] = {};
     if (!::if_indextoname(ifindex_, name) || ifname_ != name) return ok();  // the port went
+    if (method_ == AttachMethod::Tcx) {
+      int err = tcx_detach(ifindex_, prog_fd_.get());
+      if (err < 0 && err != -ENOENT)
+        return make_error("detaching the link shaper from the tcx egress of " + what, -err);
+      return ok();
+    }
     bpf_tc_hook hook = egress_hook(ifindex_);
     bpf_tc_opts opts = filter_opts(0);  // detach wants no prog_fd
     int err = bpf_tc_detach(&hook, &opts);

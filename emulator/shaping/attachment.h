@@ -9,15 +9,27 @@
 
 namespace fabemu {
 
-// Owns a cls_bpf filter (and the clsact qdisc, when it made it) on a port in some network
-// namespace. Detaching enters that namespace on a thread of its own, as attaching did.
+// How the program sits at a port's egress. tcx (kernels >= 6.6) is one bpf() call with no
+// qdisc; clsact + a direct-action cls_bpf filter works everywhere else.
+enum class AttachMethod { Auto, Tcx, Clsact };  // Auto: tcx where the kernel has it
+
+// Owns the program's attachment to one port in some network namespace: a tcx attachment, or a
+// cls_bpf filter (and the clsact qdisc, when it made it). Detaching enters that namespace on a
+// thread of its own, as attaching did.
 class ShaperAttachment {
  public:
   // Attaches `prog_fd` at the egress of `ifname` in the namespace at `netns_path` ("" = ours)
   // and records the port in the ports map (`ports_fd`). Refuses a port whose ifindex another
   // namespace's port already holds: the maps are keyed by ifindex.
   static Result<ShaperAttachment> create(int prog_fd, int ports_fd, const std::string& netns_path,
-                                         const std::string& ifname);
+                                         const std::string& ifname,
+                                         AttachMethod method = AttachMethod::Auto);
+  // The same in the calling thread's network namespace, on the calling thread (a lab build
+  // is already there, and a thread per port would be most of its cost). `where` names the
+  // namespace in errors.
+  static Result<ShaperAttachment> create_here(int prog_fd, int ports_fd, const std::string& ifname,
+                                              const std::string& where,
+                                              AttachMethod method = AttachMethod::Auto);
 
   ShaperAttachment(ShaperAttachment&& o) noexcept;
   ShaperAttachment& operator=(ShaperAttachment&& o) noexcept;
@@ -36,6 +48,7 @@ class ShaperAttachment {
   const std::string& ifname() const { return ifname_; }
   const std::string& netns_path() const { return netns_path_; }
   bool attached() const { return attached_; }
+  AttachMethod method() const { return method_; }  // Tcx or Clsact
 
  private:
   ShaperAttachment() = default;
@@ -45,7 +58,9 @@ class ShaperAttachment {
   uint64_t netns_dev_ = 0, netns_ino_ = 0;
   bool created_hook_ = false;
   bool attached_ = false;
-  UniqueFd ports_fd_;  // a dup, so that detaching works after the LinkShaper is gone
+  AttachMethod method_ = AttachMethod::Clsact;
+  UniqueFd ports_fd_;  // dups, so that detaching works after the LinkShaper is gone
+  UniqueFd prog_fd_;   // tcx detaches by program
 };
 
 }  // namespace fabemu

@@ -44,6 +44,7 @@ fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer) {
   if (cfg.rate_bps && !cfg.queue_ns && !cfg.queue_bytes) cfg.queue_ns = kDefaultQueueNs;
   cfg.ecn_threshold_ns = shape.ecn_threshold_ns.value_or(0);
   cfg.loss = probability_u32(shape.loss.value_or(0));
+  if (shape.loss_burst) set_gilbert_elliott(cfg, *shape.loss_burst);
   cfg.seed = seed;
   if (shape.down.value_or(false)) cfg.flags |= FABEMU_LINK_DOWN;
   if (!shape.reorder.value_or(true)) cfg.flags |= FABEMU_LINK_NO_REORDER;
@@ -51,8 +52,9 @@ fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer) {
   return cfg;
 }
 
-void set_gilbert_elliott(fabemu_link_cfg& cfg, const GilbertElliott& ge) {
+void set_gilbert_elliott(fabemu_link_cfg& cfg, const BurstLoss& ge) {
   cfg.flags |= FABEMU_LINK_GE;
+  cfg.loss = 0;
   cfg.ge_p = probability_u32(ge.p);
   cfg.ge_r = probability_u32(ge.r);
   cfg.ge_loss_bad = probability_u32(ge.loss_bad);
@@ -70,10 +72,37 @@ LinkShape to_shape(const fabemu_link_cfg& cfg) {
   set(s.queue_ns, cfg.queue_ns);
   set(s.queue_bytes, cfg.queue_bytes);
   set(s.ecn_threshold_ns, cfg.ecn_threshold_ns);
-  if (cfg.loss) s.loss = probability_of(cfg.loss);
+  if (cfg.flags & FABEMU_LINK_GE) {
+    s.loss_burst = BurstLoss{probability_of(cfg.ge_p), probability_of(cfg.ge_r),
+                             probability_of(cfg.ge_loss_bad), probability_of(cfg.ge_loss_good)};
+  } else if (cfg.loss) {
+    s.loss = probability_of(cfg.loss);
+  }
   if (cfg.flags & FABEMU_LINK_DOWN) s.down = true;
   if (cfg.flags & FABEMU_LINK_NO_REORDER) s.reorder = false;
   return s;
+}
+
+FqParams fq_params_for(const LinkShape& shape) {
+  // The longest a packet waits in fq: the emulated queue, then propagation and jitter.
+  uint64_t queue_ns = shape.queue_ns.value_or(0);
+  if (shape.rate_bps && *shape.rate_bps && shape.queue_bytes)
+    queue_ns = std::max<uint64_t>(queue_ns, static_cast<uint64_t>(double(*shape.queue_bytes) * 8e9 /
+                                                                  double(*shape.rate_bps)));
+  if (shape.rate_bps && !shape.queue_ns && !shape.queue_bytes) queue_ns = kDefaultQueueNs;
+  const uint64_t hold_ns = queue_ns + shape.delay_ns.value_or(0) + 2 * shape.jitter_ns.value_or(0);
+  // Packets in that time at the link's rate (100 Gbit/s when unlimited: more than a veth carries),
+  // counted at 256 bytes: ACK-heavy mixes are smaller than MTU frames.
+  constexpr double kUnlimitedBps = 100e9, kPacketBits = 256 * 8;
+  const double bps = shape.rate_bps && *shape.rate_bps ? double(*shape.rate_bps) : kUnlimitedBps;
+  const double packets = double(hold_ns) * 1e-9 * bps / kPacketBits;
+  constexpr double kMinPackets = 100'000, kMaxPackets = 1 << 24;
+  FqParams p;
+  p.limit = static_cast<uint32_t>(std::clamp(packets * 2, kMinPackets, kMaxPackets));
+  p.flow_limit = p.limit;  // one elephant flow may fill the emulated queue on its own
+  constexpr uint64_t kMinHorizonNs = 10'000'000'000;  // fq's own default
+  p.horizon_ns = std::max(kMinHorizonNs, 2 * hold_ns);
+  return p;
 }
 
 uint64_t link_seed(uint64_t scenario_seed, std::string_view direction) {

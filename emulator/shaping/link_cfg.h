@@ -14,14 +14,6 @@ namespace fabemu {
 // `fq` would drop past its horizon) or from making a policer let through an unbounded burst.
 inline constexpr uint64_t kDefaultQueueNs = 10'000'000;
 
-// Gilbert-Elliott burst loss; probabilities per packet, 0..1.
-struct GilbertElliott {
-  double p = 0;          // good -> bad
-  double r = 1;          // bad -> good (mean burst length 1/r packets)
-  double loss_bad = 1;   // drop probability in the bad state
-  double loss_good = 0;  // drop probability in the good state
-};
-
 // A probability (clamped to 0..1) as the datapath's fraction of 2^32, where 1 is
 // FABEMU_PROB_ALWAYS.
 uint32_t probability_u32(double p);
@@ -33,10 +25,25 @@ double probability_of(uint32_t p);
 fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer);
 
 // Switches `cfg` from Bernoulli loss to Gilbert-Elliott.
-void set_gilbert_elliott(fabemu_link_cfg& cfg, const GilbertElliott& ge);
+void set_gilbert_elliott(fabemu_link_cfg& cfg, const BurstLoss& ge);
 
 // What a config enforces, in scenario terms (for `status`): fields that are off stay unset.
 LinkShape to_shape(const fabemu_link_cfg& cfg);
+
+// The fq qdisc under a shaped port releases each packet at the departure time the program
+// gave it. Its limits must hold every packet the link model lets wait: a port holds up to
+// (queue + delay + jitter) of traffic, and fq's defaults (100 packets per flow) would drop an
+// elephant flow's packets long before the emulated queue is full.
+struct FqParams {
+  uint64_t horizon_ns = 0;  // departures further ahead are dropped (a guard, not a shape)
+  uint32_t limit = 0;       // packets in the qdisc
+  uint32_t flow_limit = 0;  // packets of one flow
+  bool operator==(const FqParams&) const = default;
+};
+
+// Limits for a port shaped like `shape`, never below generous defaults so that live changes
+// within them need no qdisc change.
+FqParams fq_params_for(const LinkShape& shape);
 
 // The seed of one link direction ("leaf1>spine2"), derived from the scenario's seed so that every
 // link has its own loss sequence and a run repeats.

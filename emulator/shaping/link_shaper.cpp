@@ -94,8 +94,13 @@ int LinkShaper::ports_fd() const {
 }
 
 Result<ShaperAttachment> LinkShaper::attach(const std::string& netns_path,
-                                            const std::string& ifname) {
-  return ShaperAttachment::create(prog_fd(), ports_fd(), netns_path, ifname);
+                                            const std::string& ifname, AttachMethod method) {
+  return ShaperAttachment::create(prog_fd(), ports_fd(), netns_path, ifname, method);
+}
+
+Result<ShaperAttachment> LinkShaper::attach_here(const std::string& ifname,
+                                                 const std::string& where, AttachMethod method) {
+  return ShaperAttachment::create_here(prog_fd(), ports_fd(), ifname, where, method);
 }
 
 Result<void> LinkShaper::set(uint32_t ifindex, const fabemu_link_cfg& cfg) {

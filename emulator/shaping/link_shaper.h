@@ -54,7 +54,11 @@ class LinkShaper {
   // Attaches the program at the egress of `ifname` inside the network namespace pinned at
   // `netns_path` ("" = the caller's namespace). The attachment stays valid after this object
   // is gone (the kernel holds the program), and detaches when it is destroyed.
-  Result<ShaperAttachment> attach(const std::string& netns_path, const std::string& ifname);
+  Result<ShaperAttachment> attach(const std::string& netns_path, const std::string& ifname,
+                                  AttachMethod method = AttachMethod::Auto);
+  // The same in the calling thread's namespace, on this thread; `where` names it in errors.
+  Result<ShaperAttachment> attach_here(const std::string& ifname, const std::string& where,
+                                       AttachMethod method = AttachMethod::Auto);
 
   // Sets the shape of the port with this ifindex, live: the next packet sees it. The port's
   // virtual clock and loss sequence carry on unless the seed changes.

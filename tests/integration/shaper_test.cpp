@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
+#include <linux/netlink.h>
 #include <linux/pkt_cls.h>
 #include <linux/udp.h>
 #include <net/if.h>
@@ -33,6 +34,7 @@
 
 #include "apply/netns.h"
 #include "apply/rtnl.h"
+#include "apply/veth.h"
 #include "doctor/bpf_attach.h"
 #include "doctor/probe.h"
 #include "shaping/bpffs.h"
@@ -465,9 +467,9 @@ class VethTest : public ShaperTest {
       t.join();
       ASSERT_TRUE(fd->valid());
     }
-    auto rtnl = RtnlSocket::open();
+    auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, std::chrono::seconds(5));
     ASSERT_TRUE(rtnl) << rtnl.error().what();
-    auto veth = rtnl->add_veth(fd_a_.get(), "a0", fd_b_.get(), "b0", 1500);
+    auto veth = create_veth_pair(*rtnl, {fd_a_.get(), "a0"}, {fd_b_.get(), "b0"}, 1500, 0);
     ASSERT_TRUE(veth) << veth.error().what();
     for (auto [fd, name, ip, index] : {std::tuple{fd_a_.get(), "a0", 0x0a4d0001u, &ifindex_a_},
                                        {fd_b_.get(), "b0", 0x0a4d0002u, &ifindex_b_}}) {
@@ -498,7 +500,12 @@ class VethTest : public ShaperTest {
 };
 
 // Our filter on the egress of `ifindex` in the caller's namespace: its program id, or 0.
+// The program at the egress of `ifindex` in the caller's namespace, by tcx or clsact; 0: none.
 uint32_t attached_prog(unsigned ifindex) {
+  uint32_t ids[4] = {}, count = 4, flags = 0;
+  constexpr auto kTcxEgress = static_cast<bpf_attach_type>(47);  // not in Debian 12's headers
+  if (bpf_prog_query(int(ifindex), kTcxEgress, 0, &flags, ids, &count) == 0 && count > 0)
+    return ids[0];
   bpf_tc_hook hook{};
   hook.sz = sizeof(hook);
   hook.ifindex = int(ifindex);
@@ -520,10 +527,23 @@ uint32_t prog_id(int fd) {
   return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 ? info.id : 0;
 }
 
-TEST_F(VethTest, AttachmentDetachesWhenDestroyedAndStaysWhenReleased) {
+// Whether this kernel attaches by tcx, tried on a veth of the fixture.
+bool kernel_has_tcx(LinkShaper& shaper, const std::string& ns) {
+  auto a = shaper.attach(ns, "a0", AttachMethod::Tcx);
+  return static_cast<bool>(a);
+}
+
+class VethAttachTest : public VethTest, public ::testing::WithParamInterface<AttachMethod> {};
+
+TEST_P(VethAttachTest, AttachmentDetachesWhenDestroyedAndStaysWhenReleased) {
+  const AttachMethod method = GetParam();
+  if (method == AttachMethod::Tcx && !kernel_has_tcx(*shaper_, ns_a_))
+    GTEST_SKIP() << "no tcx on this kernel (< 6.6): clsact is used instead";
   const uint32_t id = prog_id(shaper_->prog_fd());
   {
-    auto a = shaper_->attach(ns_a_, "a0");
+    auto a = shaper_->attach(ns_a_, "a0", method);
+    ASSERT_TRUE(a) << a.error().what();
+    EXPECT_EQ(a->method(), method);
     ASSERT_TRUE(a) << a.error().what();
     EXPECT_EQ(a->ifindex(), ifindex_a_);
     in_ns(fd_a_.get(), [&] { EXPECT_EQ(attached_prog(ifindex_a_), id); });
@@ -533,12 +553,18 @@ TEST_F(VethTest, AttachmentDetachesWhenDestroyedAndStaysWhenReleased) {
   in_ns(fd_a_.get(), [&] { EXPECT_EQ(attached_prog(ifindex_a_), 0u); });
   EXPECT_TRUE(shaper_->ports()->empty());
 
-  auto kept = shaper_->attach(ns_a_, "a0");
+  auto kept = shaper_->attach(ns_a_, "a0", method);
   ASSERT_TRUE(kept) << kept.error().what();
   kept->release();  // a lab's hooks outlive the process; the namespace takes them along
   kept = make_error("gone");
   in_ns(fd_a_.get(), [&] { EXPECT_EQ(attached_prog(ifindex_a_), id); });
 }
+
+INSTANTIATE_TEST_SUITE_P(Methods, VethAttachTest,
+                         ::testing::Values(AttachMethod::Tcx, AttachMethod::Clsact),
+                         [](const auto& info) {
+                           return info.param == AttachMethod::Tcx ? "Tcx" : "Clsact";
+                         });
 
 TEST_F(VethTest, RefusesAPortWhoseIfindexAnotherNamespaceHolds) {
   ASSERT_EQ(ifindex_a_, ifindex_b_) << "fresh namespaces number their first device alike";

@@ -3,7 +3,9 @@
 // expected width, and up/down through the journal leave nothing behind.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "apply/fake_backend.h"
 #include "apply/journal.h"
@@ -251,6 +253,128 @@ TEST(Journal, AJournalKilledWhileBeingWrittenPlannedNothing) {
   ASSERT_TRUE(whole.ok());
   EXPECT_TRUE(whole->planned);
   EXPECT_EQ(whole->entries.size(), 1u);
+}
+
+const char* kShaped = R"(name: sh
+seed: 7
+topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}
+links:
+  default: {rate: 10gbit}
+  leaf-spine: {delay: 20ms}
+  overrides:
+    - {link: "leaf1>spine2", loss: 1%}
+)";
+
+std::vector<ShapePort> shape_ports(const Plan& plan) {
+  std::vector<ShapePort> out;
+  for (const Action& a : plan.actions)
+    if (const auto* p = std::get_if<ShapePort>(&a)) out.push_back(*p);
+  return out;
+}
+
+TEST(PlanShaping, EveryPortOfAShapedLabGetsTheModelWithALabUniqueIfindex) {
+  auto m = build_model(load(kShaped), 0);
+  ASSERT_TRUE(m.ok()) << m.error().what();
+  LabPaths paths;
+  paths.lab = "sh";
+  Plan plan = make_plan(*m, paths, 0);
+  auto ports = shape_ports(plan);
+  ASSERT_EQ(ports.size(), 2 * m->topo.links.size());
+  EXPECT_EQ(plan.shaped_ports, int(ports.size()));
+  std::set<uint32_t> ifindexes;
+  for (const auto& p : ports) {
+    ifindexes.insert(p.ifindex);
+    EXPECT_FALSE(p.policer);
+    ASSERT_TRUE(p.fq);
+    EXPECT_EQ(p.seed, link_seed(7, p.direction));
+  }
+  EXPECT_EQ(ifindexes.size(), ports.size());
+  // The journal names the pin dir, so `down` (and a crash) removes the maps.
+  EXPECT_NE(std::find(plan.journal.begin(), plan.journal.end(),
+                      JournalEntry{JournalEntry::Kind::Pins, paths.pin_dir()}),
+            plan.journal.end());
+  // Scenario levels: class over default, the override on one direction only.
+  auto find = [&](const std::string& dir) {
+    for (const auto& p : ports)
+      if (p.direction == dir) return p;
+    ADD_FAILURE() << "no port for " << dir;
+    return ShapePort{};
+  };
+  EXPECT_EQ(find("leaf1>spine2").shape.loss, 0.01);
+  EXPECT_FALSE(find("spine2>leaf1").shape.loss);
+  EXPECT_EQ(find("spine2>leaf1").shape.delay_ns, 20'000'000u);
+  EXPECT_EQ(find("h1>leaf1").shape.rate_bps, 10'000'000'000u);
+  EXPECT_FALSE(find("h1>leaf1").shape.delay_ns);
+  // Shaped veths carry one packet per skb.
+  for (const Action& a : plan.actions)
+    if (const auto* v = std::get_if<CreateVeth>(&a)) {
+      EXPECT_EQ(v->gso_max_segs, 1u);
+      EXPECT_NE(v->ifindex_a, 0u);
+    }
+}
+
+TEST(PlanShaping, WithoutFqPortsArePolicedAndDelayIsReported) {
+  auto m = build_model(load(kShaped), 0);
+  ASSERT_TRUE(m.ok());
+  LabPaths paths;
+  paths.lab = "sh";
+  PlanOptions no_fq;
+  no_fq.fq = false;
+  no_fq.no_fq_reason = "no sch_fq";
+  for (const auto& p : shape_ports(make_plan(*m, paths, 0, no_fq))) {
+    EXPECT_TRUE(p.policer);
+    EXPECT_FALSE(p.fq);
+  }
+  auto need = needs_fq(*m);
+  EXPECT_EQ(need.size(), 8u);  // both directions of 4 leaf-spine links
+  EXPECT_EQ(need.front(), "leaf1>spine1: delay 20ms");
+  auto mode = parse_shaping_mode(format_shaping_mode(no_fq), "f");
+  ASSERT_TRUE(mode.ok());
+  EXPECT_FALSE(mode->fq);
+  EXPECT_EQ(mode->no_fq_reason, "no sch_fq");
+  EXPECT_TRUE(parse_shaping_mode(format_shaping_mode({}), "f")->fq);
+}
+
+TEST(PlanShaping, AnUnshapedLabLoadsTheModelButAttachesNothing) {
+  auto m = build_model(load(kLeafSpine), 0);
+  ASSERT_TRUE(m.ok());
+  LabPaths paths;
+  paths.lab = "ls";
+  Plan plan = make_plan(*m, paths, 0);
+  EXPECT_TRUE(shape_ports(plan).empty());
+  EXPECT_TRUE(std::any_of(plan.actions.begin(), plan.actions.end(),
+                          [](const Action& a) { return std::holds_alternative<LoadShaper>(a); }));
+  for (const Action& a : plan.actions)
+    if (const auto* v = std::get_if<CreateVeth>(&a)) EXPECT_EQ(v->gso_max_segs, 0u);
+}
+
+TEST(PlanShaping, TheFakeKernelAcceptsTheShapedPlanAndDownRemovesThePins) {
+  auto a = apply_fake(kShaped);
+  ASSERT_TRUE(a);
+  int shaped = 0;
+  for (const auto& [name, ns] : a->fake.namespaces)
+    for (const auto& [ifname, iface] : ns.ifaces) shaped += iface.shaped.has_value();
+  EXPECT_EQ(shaped, 2 * int(a->model.topo.links.size()));
+  EXPECT_EQ(a->fake.bpf_pins.count(a->paths.pin_dir()), 1u);
+}
+
+TEST(Directions, LinkNamesSelectOneOrBothDirections) {
+  auto m = build_model(load(kShaped), 0);
+  ASSERT_TRUE(m.ok());
+  const Topology& t = m->topo;
+  auto both = find_directions(t, "spine2:leaf1");
+  ASSERT_TRUE(both.ok());
+  ASSERT_EQ(both->size(), 2u);
+  auto one = find_directions(t, "spine2>leaf1");
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(direction_name(t, one->front().link, one->front().b_to_a), "spine2>leaf1");
+  auto fwd = find_directions(t, "leaf1>spine2");
+  ASSERT_TRUE(fwd.ok());
+  EXPECT_EQ(direction_name(t, fwd->front().link, fwd->front().b_to_a), "leaf1>spine2");
+  EXPECT_FALSE(find_directions(t, "leaf1:spine9").ok());
+  EXPECT_FALSE(find_directions(t, "h1:spine1").ok());  // no such link
+  EXPECT_FALSE(find_directions(t, "leaf1").ok());
 }
 
 }  // namespace

@@ -128,5 +128,53 @@ TEST(ShaperCfg, LinkSeedsAreStableAndDistinct) {
   EXPECT_EQ(link_seed(42, "leaf1>spine2"), 13355336517281704425ull);
 }
 
+TEST(ShaperCfg, BurstLossRoundTripsAndReplacesBernoulli) {
+  LinkShape s;
+  s.loss_burst = BurstLoss{0.01, 0.25, 1, 0};
+  fabemu_link_cfg cfg = to_cfg(s, 1, false);
+  EXPECT_TRUE(cfg.flags & FABEMU_LINK_GE);
+  EXPECT_EQ(cfg.loss, 0u);
+  LinkShape back = to_shape(cfg);
+  ASSERT_TRUE(back.loss_burst);
+  EXPECT_NEAR(back.loss_burst->p, 0.01, 1e-9);
+  EXPECT_NEAR(back.loss_burst->r, 0.25, 1e-9);
+  EXPECT_FALSE(back.loss);
+  // A later level that sets plain loss replaces burst loss, and the other way round.
+  LinkShape over;
+  over.loss = 0.02;
+  back.merge(over);
+  EXPECT_EQ(back.loss, 0.02);
+  EXPECT_FALSE(back.loss_burst);
+}
+
+TEST(ShaperCfg, FqLimitsHoldWhatTheLinkModelLetsWait) {
+  // Unshaped and small shapes get fq's default horizon and generous packet limits.
+  FqParams idle = fq_params_for({});
+  EXPECT_EQ(idle.horizon_ns, 10'000'000'000ull);
+  EXPECT_GE(idle.limit, 100'000u);
+  EXPECT_EQ(idle.flow_limit, idle.limit);  // one elephant flow may fill the queue
+  // 100 Gbit/s with 10 ms of queue and 20 ms of delay: 30 ms of 256-byte packets, twice.
+  LinkShape big;
+  big.rate_bps = 100'000'000'000ull;
+  big.queue_ns = 10'000'000;
+  big.delay_ns = 20'000'000;
+  FqParams p = fq_params_for(big);
+  EXPECT_GE(p.limit, uint32_t(0.03 * 100e9 / 2048 * 2) - 1);
+  // A delay longer than fq's default horizon widens it.
+  LinkShape slow;
+  slow.delay_ns = 8'000'000'000ull;
+  EXPECT_GE(fq_params_for(slow).horizon_ns, 16'000'000'000ull);
+}
+
+TEST(ShaperCfg, ShapesPrintInTheScenarioSpelling) {
+  LinkShape s;
+  s.rate_bps = 25'000'000'000ull;
+  s.delay_ns = 2'000;
+  s.loss = 0.005;
+  s.queue_bytes = 64 << 10;
+  EXPECT_EQ(s.str(), "rate 25gbit, delay 2us, loss 0.5%, queue 64K");
+  EXPECT_EQ(LinkShape{}.str(), "");
+}
+
 }  // namespace
 }  // namespace fabemu

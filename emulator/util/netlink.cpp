@@ -1,5 +1,5 @@
-// Raw netlink requests for the doctor: building messages, reading ACKs and extended ACKs.
-#include "doctor/netlink.h"
+// Raw netlink requests: building messages, reading ACKs and extended ACKs.
+#include "util/netlink.h"
 
 #include <linux/netlink.h>
 #include <sys/socket.h>
@@ -9,23 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace fabemu::doctor {
-
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) reset(other.release());
-  return *this;
-}
-
-int UniqueFd::release() {
-  int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-void UniqueFd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
+namespace fabemu {
 
 NetlinkMessage::NetlinkMessage(uint16_t type, uint16_t flags) {
   nlmsghdr h{};
@@ -217,4 +201,4 @@ std::string describe(const Error& error) {
   return prefix + " " + error.message;
 }
 
-}  // namespace fabemu::doctor
+}  // namespace fabemu

@@ -1,4 +1,6 @@
-// A minimal raw netlink client for the doctor's probes: rtnetlink, genetlink and RDMA netlink.
+// A minimal raw netlink client: rtnetlink, genetlink and RDMA netlink requests with bounded
+// waits and extended-ACK errors. Used where libnl has no API (doctor probes, veths with fixed
+// ifindexes and GSO limits, the fq qdisc's options).
 #pragma once
 
 #include <chrono>
@@ -8,28 +10,9 @@
 #include <vector>
 
 #include "util/result.h"
+#include "util/unique_fd.h"
 
-namespace fabemu::doctor {
-
-// Owns a file descriptor; closes it on destruction.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release();
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
+namespace fabemu {
 
 // One netlink request: header, optional family header, then attributes (nests allowed).
 class NetlinkMessage {
@@ -92,4 +75,4 @@ class NetlinkSocket {
 // search for; messages without an errno are returned as they are.
 std::string describe(const Error& error);
 
-}  // namespace fabemu::doctor
+}  // namespace fabemu

@@ -1,0 +1,128 @@
+// Live link model of a running lab: reading counters and shapes, changing shapes.
+#include "apply/link_control.h"
+
+#include <linux/netlink.h>
+#include <sched.h>
+
+#include <chrono>
+
+#include "apply/netns.h"
+#include "apply/port_shaping.h"
+#include "shaping/port_setup.h"
+#include "util/files.h"
+
+namespace fabemu {
+
+namespace {
+
+Result<PlanOptions> read_mode(const LabPaths& paths) {
+  auto text = read_file(paths.shaping_file());
+  if (!text) return text.error().context("reading the lab's link-model mode");
+  return parse_shaping_mode(*text, paths.shaping_file());
+}
+
+// The lab's maps, reused from their pins; an error that says so when the lab has none.
+Result<LinkShaper> open_maps(const LabPaths& paths) {
+  if (!path_exists(paths.pin_dir()))
+    return make_error("lab " + paths.lab + " has no link model (" + paths.pin_dir() +
+                          " is missing: was it built by an older fabemu?)",
+                      ENOENT);
+  return LinkShaper::load({paths.pin_dir()});
+}
+
+}  // namespace
+
+uint64_t queue_delay_quantile(const LinkCounters& c, double q) {
+  uint64_t total = 0;
+  for (uint64_t n : c.queue_delay_hist) total += n;
+  if (total == 0) return 0;
+  const double want = q * double(total);
+  uint64_t seen = 0;
+  for (size_t i = 0; i < c.queue_delay_hist.size(); ++i) {
+    seen += c.queue_delay_hist[i];
+    if (double(seen) >= want && c.queue_delay_hist[i]) return 1ULL << (FABEMU_HIST_SHIFT + i);
+  }
+  return 1ULL << (FABEMU_HIST_SHIFT + c.queue_delay_hist.size() - 1);
+}
+
+Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model) {
+  LinkModelState st;
+  auto mode = read_mode(paths);
+  if (!mode) return mode.error();
+  st.mode = *mode;
+  auto shaper = open_maps(paths);
+  if (!shaper) return shaper.error();
+  const Topology& t = model.topo;
+  for (size_t l = 0; l < t.links.size(); ++l)
+    for (bool back : {false, true}) {
+      DirectionState d;
+      d.dir = {static_cast<int>(l), back};
+      d.name = direction_name(t, static_cast<int>(l), back);
+      const uint32_t key = port_ifindex(static_cast<int>(l), back);
+      if (auto cfg = shaper->get(key)) {
+        d.shaped = true;
+        d.shape = to_shape(*cfg);
+        if (auto c = shaper->counters(key)) d.counters = *c;
+      }
+      st.dirs.push_back(std::move(d));
+    }
+  return st;
+}
+
+Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabModel& model,
+                                             const std::string& link, const LinkShape& change,
+                                             const ChangeOptions& options) {
+  const Topology& t = model.topo;
+  auto dirs = find_directions(t, link);
+  if (!dirs) return dirs.error().context("lab " + paths.lab);
+  auto mode = read_mode(paths);
+  if (!mode) return mode.error();
+  if (!mode->fq && !options.accept_degraded &&
+      (change.delay_ns.value_or(0) || change.jitter_ns.value_or(0)))
+    return make_error("lab " + paths.lab +
+                          " polices its links (no fq on this kernel: " + mode->no_fq_reason +
+                          "): delay and jitter would not be added; --accept-degraded sets the "
+                          "rest anyway",
+                      EOPNOTSUPP);
+  auto shaper = open_maps(paths);
+  if (!shaper) return shaper.error();
+
+  std::vector<LinkChange> out;
+  for (const Direction& d : *dirs) {
+    ShapePort port = port_of(model, paths, d.link, d.b_to_a, *mode);
+    LinkChange c;
+    c.name = port.direction;
+    auto cfg = shaper->get(port.ifindex);
+    const bool shaped = static_cast<bool>(cfg);
+    if (shaped) {
+      c.before = to_shape(*cfg);
+      port.seed = cfg->seed;  // the loss sequence carries on
+    }
+    c.after = c.before;
+    c.after.merge(change);
+    port.shape = c.after;
+    const std::string netns =
+        paths.netns_path(t.nodes[(d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node].name);
+    if (!shaped) {
+      if (port.fq) port.fq = fq_params_for(c.after);
+      FABEMU_TRY(shape_port_in(*shaper, netns, port, /*set_gso=*/true));
+      c.attached_now = true;
+    } else {
+      FABEMU_TRY(shaper->set(port.ifindex, port.shape, port.seed, port.policer));
+      // Deeper queues or longer delays than fq was sized for: grow its limits (it keeps its
+      // packets); the program stays attached.
+      if (mode->fq && !(fq_params_for(c.after) == fq_params_for(c.before))) {
+        const FqParams fq = fq_params_for(c.after);
+        FABEMU_TRY(run_in_netns(netns, [&]() -> Result<void> {
+          auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, std::chrono::seconds(30));
+          if (!rtnl) return rtnl.error();
+          return replace_root_fq(*rtnl, static_cast<int>(port.ifindex), fq);
+        }));
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace fabemu

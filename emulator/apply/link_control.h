@@ -1,0 +1,53 @@
+// The link model of a running lab, live: what each direction of each link enforces and has
+// counted, and changing it (`fabemu link set/down/up`, scenario faults) through the lab's
+// pinned maps, without re-attaching anything.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/topology.h"
+#include "plan/lab_paths.h"
+#include "plan/plan.h"
+#include "shaping/link_shaper.h"
+
+namespace fabemu {
+
+struct DirectionState {
+  Direction dir;
+  std::string name;     // "leaf1>spine2"
+  bool shaped = false;  // the program is on the port and has a config for it
+  LinkShape shape;      // what the datapath enforces (empty when not shaped)
+  LinkCounters counters;
+};
+
+struct LinkModelState {
+  PlanOptions mode;                  // fq or policer, as the lab was built
+  std::vector<DirectionState> dirs;  // every direction of every link, in link order
+};
+
+// Upper bound (ns) of the histogram bucket holding quantile q (0..1) of the queue delays; 0
+// when nothing was counted.
+uint64_t queue_delay_quantile(const LinkCounters& c, double q);
+
+// Reads the mode file and the pinned maps of a lab that is up.
+Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model);
+
+struct LinkChange {
+  std::string name;  // "leaf1>spine2"
+  LinkShape before, after;
+  bool attached_now = false;  // the port had no link model yet
+};
+
+struct ChangeOptions {
+  bool accept_degraded = false;  // allow delay/jitter on a policer lab (they are not added)
+};
+
+// Merges `change` into the live shape of every direction `link` names ("a:b" both, "a>b" one)
+// and writes it to the maps: the next packet sees it; queues, loss sequences and counters carry
+// on. A port without the model gets it first. Zero values turn a setting off.
+Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabModel& model,
+                                             const std::string& link, const LinkShape& change,
+                                             const ChangeOptions& options = {});
+
+}  // namespace fabemu

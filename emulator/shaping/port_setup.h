@@ -1,0 +1,26 @@
+// What a shaped port needs besides the program: fq as its root qdisc, offloads off, and the
+// probe that tells whether this kernel has fq at all.
+#pragma once
+
+#include <string>
+
+#include "shaping/link_cfg.h"
+#include "util/netlink.h"
+#include "util/result.h"
+
+namespace fabemu {
+
+// Makes fq (with `p`'s limits) the root qdisc of the port, replacing whatever was there; on a
+// port that already has fq its limits change and its queued packets stay.
+Result<void> replace_root_fq(NetlinkSocket& rtnl, int ifindex, const FqParams& p);
+
+// Turns TSO, GSO and GRO off on `ifname` in the calling thread's namespace, so that the stack
+// hands the port (and the next port after a forward) one wire packet at a time. Features a
+// device does not have count as off.
+Result<void> disable_offloads(const std::string& ifname);
+
+// Whether the running kernel has sch_fq, tried on loopback in a throwaway namespace (a thread
+// of its own, so the caller's namespaces never change). The error says why not.
+Result<void> probe_fq();
+
+}  // namespace fabemu

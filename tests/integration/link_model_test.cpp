@@ -1,0 +1,251 @@
+// The link model in whole labs, driven through the CLI: every port shaped at `up`, counters in
+// `status`, live `link set/down/up`, rates measured with iperf3 across the fabric, one wire
+// packet per skb, and nothing left behind. Runs on the policer path here and on the fq path
+// in the VM lane; the tests say which one they saw.
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "lab_fixture.h"
+#include "shaping/port_setup.h"
+
+namespace fabemu::itest {
+namespace {
+
+// Two leaves, two hosts each, every link shaped: what the tests below change and measure.
+constexpr const char* kShaped = R"(name: lm
+seed: 3
+topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}
+fabric: {mtu: 1500}
+links:
+  default: {rate: 1gbit}
+rdma: {enabled: off}
+)";
+
+constexpr const char* kUnshaped = R"(name: lm
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+rdma: {enabled: off}
+)";
+
+constexpr const char* kDelayed = R"(name: lm
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+links:
+  default: {delay: 5ms}
+rdma: {enabled: off}
+)";
+
+bool kernel_has_fq() {
+  return static_cast<bool>(probe_fq());
+}
+
+// One direction's entry in `status --json`.
+struct DirJson {
+  bool found = false, shaped = false;
+  uint64_t packets = 0, bytes = 0, drop_loss = 0, drop_queue = 0, drop_down = 0;
+  std::string shape;  // the raw shape object
+};
+
+DirJson direction(const std::string& json, const std::string& name) {
+  DirJson d;
+  std::smatch m;
+  const std::regex re(
+      "\"direction\":\"" + name +
+      R"re(","shaped":(true|false),"shape":(\{[^}]*\}),"counters":\{"packets":(\d+),"bytes":(\d+),"drop_loss":(\d+),"drop_queue":(\d+),"drop_down":(\d+))re");
+  if (!std::regex_search(json, m, re)) return d;
+  d.found = true;
+  d.shaped = m[1] == "true";
+  d.shape = m[2];
+  d.packets = std::stoull(m[3]);
+  d.bytes = std::stoull(m[4]);
+  d.drop_loss = std::stoull(m[5]);
+  d.drop_queue = std::stoull(m[6]);
+  d.drop_down = std::stoull(m[7]);
+  return d;
+}
+
+class LinkModelTest : public LabTest {
+ protected:
+  void SetUp() override {
+    LabTest::SetUp();
+    if (IsSkipped()) return;
+    if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
+  }
+
+  static std::string status_json(const LabGuard& lab) {
+    Outcome o = fabemu({"status", lab.name(), "--json"});
+    EXPECT_EQ(o.status, 0) << o;
+    return o.out;
+  }
+
+  static Outcome link(const LabGuard& lab, Argv args) {
+    Argv full = {"link"};
+    full.insert(full.end(), args.begin(), args.end());
+    full.insert(full.begin() + 2, lab.name());
+    return fabemu(full);
+  }
+
+  // Received bit/s of an iperf3 run from `from` to `to` (a server is started and ends after one
+  // test). `udp_rate` empty: TCP.
+  static double iperf(const LabGuard& lab, const std::string& from, const std::string& to,
+                      const std::string& udp_rate, int seconds = 2) {
+    pid_t server = spawn({kFabemu, "exec", lab.name() + ":" + to, "--", *find_tool("iperf3"), "-s",
+                          "-1", "-p", "5299"});
+    std::this_thread::sleep_for(300ms);
+    Argv client = {*find_tool("iperf3"),    "-c", to, "-p", "5299", "-t",
+                   std::to_string(seconds), "-J"};
+    if (!udp_rate.empty()) client.insert(client.end(), {"-u", "-b", udp_rate, "-l", "1400"});
+    Outcome o = lab.exec(from, client);
+    ::kill(-server, SIGKILL);
+    ::waitpid(server, nullptr, 0);
+    EXPECT_EQ(o.status, 0) << o;
+    // The receiver's view.
+    std::smatch m;
+    const std::regex re(R"re("sum_received":\s*\{[^}]*"bits_per_second":\s*([0-9.e+]+))re");
+    if (!std::regex_search(o.out, m, re)) {
+      ADD_FAILURE() << "no receiver rate in iperf3's output: " << o;
+      return 0;
+    }
+    return std::stod(m[1]);
+  }
+};
+
+TEST_F(LinkModelTest, EveryPortIsShapedCountedAndDownRemovesTheMaps) {
+  TempScenario sc(kShaped);
+  const std::string name = lab_name("lm");
+  const Snapshot before = Snapshot::take(name);
+  {
+    LabGuard lab(name);
+    Outcome up = lab.up(sc.path());
+    ASSERT_EQ(up.status, 0) << up;
+    EXPECT_NE(up.out.find("link model on 16 ports"), std::string::npos) << up;
+    ASSERT_EQ(lab.exec("h1", {"/usr/bin/ping", "-c3", "-i0.2", "-W2", "h4"}).status, 0);
+    const std::string json = status_json(lab);
+    const bool fq = kernel_has_fq();
+    EXPECT_NE(json.find(fq ? R"("mode":"fq")" : R"("mode":"policer")"), std::string::npos) << json;
+    for (const char* dir : {"h1>leaf1", "leaf1>h1", "leaf1>spine1", "spine2>leaf2", "h4>leaf2"}) {
+      DirJson d = direction(json, dir);
+      ASSERT_TRUE(d.found) << dir << " in " << json;
+      EXPECT_TRUE(d.shaped) << dir;
+      EXPECT_NE(d.shape.find(R"("rate_bps":1000000000)"), std::string::npos) << dir << d.shape;
+    }
+    // The echo requests left h1 and the replies reached it: both directions counted them.
+    EXPECT_GE(direction(json, "h1>leaf1").packets, 3u);
+    EXPECT_GE(direction(json, "leaf1>h1").packets, 3u);
+    EXPECT_TRUE(std::filesystem::exists("/sys/fs/bpf/fabemu/" + name));
+    ASSERT_EQ(lab.down().status, 0);
+  }
+  EXPECT_EQ(Snapshot::take(name), before);
+}
+
+TEST_F(LinkModelTest, RateHoldsAcrossTheFabricAndChangesLive) {
+  TempScenario sc(kShaped);
+  LabGuard lab(lab_name("lr"));
+  ASSERT_EQ(lab.up(sc.path()).status, 0);
+  // h1 -> h2 crosses h1>leaf1 and leaf1>h2, both 1 Gbit/s; narrow h1's uplink.
+  ASSERT_EQ(link(lab, {"set", "h1:leaf1", "--rate", "50mbit"}).status, 0);
+  const std::string other_before = direction(status_json(lab), "leaf2>spine1").shape;
+  const double first = iperf(lab, "h1", "h2", "200M");
+  // The rate counts whole frames (UDP 8 + IP 20 + Ethernet 14 bytes around 1400 of payload);
+  // iperf3 counts payload.
+  const double wire = 1442.0 / 1400;
+  std::printf("UDP offered 200 Mbit/s into a 50 Mbit/s port: %.2f Mbit/s of frames\n",
+              first * wire / 1e6);
+  EXPECT_NEAR(first * wire, 50e6, 50e6 * 0.05);
+  ASSERT_EQ(link(lab, {"set", "h1>leaf1", "--rate", "20mbit"}).status, 0);
+  const double second = iperf(lab, "h1", "h2", "200M");
+  std::printf("after `link set --rate 20mbit`: %.2f Mbit/s of frames\n", second * wire / 1e6);
+  EXPECT_NEAR(second * wire, 20e6, 20e6 * 0.05);
+  // Other links kept their shape; the port kept counting across the change.
+  const std::string json = status_json(lab);
+  EXPECT_EQ(direction(json, "leaf2>spine1").shape, other_before);
+  DirJson h1 = direction(json, "h1>leaf1");
+  EXPECT_GT(h1.drop_queue, 0u) << "an overloaded port tail-drops";
+  EXPECT_NE(h1.shape.find(R"("rate_bps":20000000)"), std::string::npos) << h1.shape;
+  EXPECT_NE(direction(json, "leaf1>h1").shape.find(R"("rate_bps":50000000)"), std::string::npos);
+}
+
+TEST_F(LinkModelTest, TcpHandsTheModelOneWirePacketAtATime) {
+  TempScenario sc(kShaped);
+  LabGuard lab(lab_name("lg"));
+  ASSERT_EQ(lab.up(sc.path()).status, 0);
+  ASSERT_GT(iperf(lab, "h1", "h3", ""), 0);
+  DirJson d = direction(status_json(lab), "h1>leaf1");
+  ASSERT_GT(d.packets, 1000u);
+  // Without GSO limits TCP would hand the port 64 KiB skbs; with them each is one frame.
+  EXPECT_LE(d.bytes / d.packets, 1514u) << d.bytes << " bytes in " << d.packets << " packets";
+}
+
+TEST_F(LinkModelTest, DownDropsEverythingAndUpRestoresTheShape) {
+  TempScenario sc(kShaped);
+  LabGuard lab(lab_name("ld"));
+  ASSERT_EQ(lab.up(sc.path()).status, 0);
+  ASSERT_EQ(lab.exec("h1", {"/usr/bin/ping", "-c1", "-W2", "h2"}).status, 0);
+  ASSERT_EQ(link(lab, {"down", "leaf1:h2"}).status, 0);
+  EXPECT_NE(lab.exec("h1", {"/usr/bin/ping", "-c2", "-W1", "h2"}).status, 0);
+  DirJson d = direction(status_json(lab), "leaf1>h2");
+  EXPECT_GE(d.drop_down, 2u);
+  ASSERT_EQ(link(lab, {"up", "leaf1:h2"}).status, 0);
+  EXPECT_EQ(lab.exec("h1", {"/usr/bin/ping", "-c1", "-W2", "h2"}).status, 0);
+  EXPECT_NE(direction(status_json(lab), "leaf1>h2").shape.find(R"("rate_bps":1000000000)"),
+            std::string::npos);
+}
+
+TEST_F(LinkModelTest, LinkSetShapesALinkOfAnUnshapedLab) {
+  TempScenario sc(kUnshaped);
+  LabGuard lab(lab_name("lu"));
+  ASSERT_EQ(lab.up(sc.path()).status, 0);
+  EXPECT_FALSE(direction(status_json(lab), "h1>leaf1").shaped);
+  ASSERT_EQ(lab.exec("h1", {"/usr/bin/ping", "-c1", "-W2", "h2"}).status, 0);
+  Outcome set = link(lab, {"set", "h1>leaf1", "--loss", "100%"});
+  ASSERT_EQ(set.status, 0) << set;
+  EXPECT_NE(set.out.find("(link model attached)"), std::string::npos) << set;
+  EXPECT_NE(lab.exec("h1", {"/usr/bin/ping", "-c2", "-W1", "h2"}).status, 0);
+  DirJson d = direction(status_json(lab), "h1>leaf1");
+  EXPECT_TRUE(d.shaped);
+  EXPECT_GE(d.drop_loss, 2u);
+  ASSERT_EQ(link(lab, {"set", "h1>leaf1", "--loss", "0"}).status, 0);
+  EXPECT_EQ(lab.exec("h1", {"/usr/bin/ping", "-c1", "-W2", "h2"}).status, 0);
+}
+
+TEST_F(LinkModelTest, BadLinkCommandsAreRefusedWithTheReason) {
+  TempScenario sc(kUnshaped);
+  LabGuard lab(lab_name("lb"));
+  ASSERT_EQ(lab.up(sc.path()).status, 0);
+  Outcome o = link(lab, {"set", "h1:spine9", "--rate", "1gbit"});
+  EXPECT_EQ(o.status, 2) << o;
+  EXPECT_NE(o.err.find("no node named 'spine9'"), std::string::npos) << o;
+  o = link(lab, {"set", "h1:leaf1", "--rate", "fast"});
+  EXPECT_EQ(o.status, 2) << o;
+  EXPECT_NE(o.err.find("--rate"), std::string::npos) << o;
+  o = link(lab, {"set", "h1:leaf1"});
+  EXPECT_EQ(o.status, 2) << o;
+  o = fabemu({"link", "set", "nolab", "h1:leaf1", "--rate", "1gbit"});
+  EXPECT_EQ(o.status, 3) << o;
+}
+
+TEST_F(LinkModelTest, DelayWithoutFqIsRefusedUnlessAccepted) {
+  TempScenario sc(kDelayed);
+  const std::string name = lab_name("lf");
+  const Snapshot before = Snapshot::take(name);
+  LabGuard lab(name);
+  Outcome o = fabemu({"up", sc.path(), "--lab", name, "-q"});
+  if (kernel_has_fq()) {
+    // The fq path adds the delay: one ping across 4 ports, 5 ms each, both ways.
+    ASSERT_EQ(o.status, 0) << o;
+    Outcome ping = lab.exec("h1", {"/usr/bin/ping", "-c3", "-i0.3", "h2"});
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(ping.out, m, std::regex(R"(= ([0-9.]+)/)"))) << ping;
+    EXPECT_GE(std::stod(m[1]), 40.0) << ping;
+    return;
+  }
+  EXPECT_EQ(o.status, 2) << o;
+  EXPECT_NE(o.err.find("--accept-degraded"), std::string::npos) << o;
+  EXPECT_EQ(Snapshot::take(name), before) << "a refused scenario touches nothing";
+  o = lab.up(sc.path());  // with --accept-degraded
+  ASSERT_EQ(o.status, 0) << o;
+  EXPECT_NE(o.out.find("POLICER"), std::string::npos) << o;
+  EXPECT_NE(fabemu({"status", name}).out.find("delay and jitter NOT added"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fabemu::itest
