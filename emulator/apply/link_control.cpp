@@ -98,13 +98,16 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
       c.before = to_shape(*cfg);
       port.seed = cfg->seed;  // the loss sequence carries on
     }
-    c.after = c.before;
-    c.after.merge(change);
-    port.shape = c.after;
+    LinkShape merged = c.before;
+    merged.merge(change);
+    port.shape = merged;
+    // What the datapath will enforce, in scenario terms: zeros read as "off", the default queue
+    // of a rate-limited link appears.
+    c.after = to_shape(to_cfg(merged, port.seed, port.policer));
     const std::string netns =
         paths.netns_path(t.nodes[(d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node].name);
     if (!shaped) {
-      if (port.fq) port.fq = fq_params_for(c.after);
+      if (port.fq) port.fq = fq_params_for(merged);
       FABEMU_TRY(shape_port_in(*shaper, netns, port, /*set_gso=*/true));
       c.attached_now = true;
     } else {

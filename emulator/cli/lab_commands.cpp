@@ -1,6 +1,7 @@
 // `up`, `down` and `run`: scenario checks before anything is touched, then the lab lifecycle.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -79,6 +80,7 @@ struct Prepared {
 // fq or policer. Probing needs root (a throwaway namespace); a dry run without root plans fq.
 PlanOptions probe_shaping_mode() {
   PlanOptions o;
+  o.rps_mask = cpu_mask(static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_CONF))));
   if (::geteuid() != 0) return o;
   if (auto r = probe_fq(); !r) {
     o.fq = false;

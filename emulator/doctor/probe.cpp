@@ -45,7 +45,8 @@ constexpr Feature kFeatures[] = {
      "the link model must attach through tcx; with neither there is no link model", true},
     {"tcx", "BPF tcx attach", "none: the link model attaches through clsact instead", true},
     {"sch_fq", "fq qdisc (EDT pacing)",
-     "no EDT delay/jitter: link model degrades to a policer (rate, loss, ECN; no added delay)",
+     "no EDT delay/jitter: the link model polices (rate, loss, queue, ECN; no added delay); "
+     "`up` refuses delay/jitter unless --accept-degraded",
      true},
     {"sch_netem", "netem qdisc",
      "no netem for delay/jitter: only the BPF+fq link model can add delay", true},

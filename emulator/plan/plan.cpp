@@ -2,6 +2,7 @@
 #include "plan/plan.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "util/units.h"
 
@@ -24,10 +25,16 @@ Result<LabModel> build_model(const Scenario& scenario, int pool) {
 
 namespace {
 
-void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const FabricSpec& fabric) {
+void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const FabricSpec& fabric,
+                 const PlanOptions& options) {
   auto set = [&](std::string key, std::string value, bool optional = false) {
     plan.actions.push_back(SetSysctl{ns, std::move(key), std::move(value), optional});
   };
+  // Without RPS a veth delivers on the sending CPU's backlog, so one flow sent from two CPUs
+  // (the process and the softirq that handles its ACKs) arrives reordered: with one packet per
+  // skb TCP then retransmits spuriously and a 12 Gbit/s veth carries 0.25. RPS steers each flow
+  // to one CPU. Per namespace, before its ports exist (kernels >= 6.3; older ones skip it).
+  if (!options.rps_mask.empty()) set("net/core/rps_default_mask", options.rps_mask, true);
   // IPv4-only fabric: no IPv6 link-local addresses, DAD or MLD chatter on every port.
   set("net/ipv6/conf/all/disable_ipv6", "1", true);
   set("net/ipv6/conf/default/disable_ipv6", "1", true);
@@ -68,6 +75,18 @@ std::optional<uint64_t> tsq_bytes_for(const Topology& t, int node) {
 }
 
 }  // namespace
+
+std::string cpu_mask(int cpus) {
+  std::string out;
+  for (int hi = ((cpus - 1) / 32) * 32; hi >= 0; hi -= 32) {
+    const int bits = std::min(32, cpus - hi);
+    const uint32_t group = bits == 32 ? 0xffffffffu : (1u << bits) - 1;
+    char buf[16];
+    std::snprintf(buf, sizeof buf, out.empty() ? "%x" : "%08x", group);
+    out += (out.empty() ? "" : ",") + std::string(buf);
+  }
+  return out;
+}
 
 std::string direction_name(const Topology& t, int link, bool b_to_a) {
   const Link& l = t.links[link];
@@ -148,7 +167,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     plan.actions.push_back(
         CreateNamespace{ns, paths.netns_pin(n.name), host ? paths.uts_path(n.name) : "", n.name});
     plan.actions.push_back(MakeSymlink{paths.netns_pin(n.name), paths.netns_path(n.name)});
-    add_sysctls(plan, ns, n, m.scenario.fabric);
+    add_sysctls(plan, ns, n, m.scenario.fabric, options);
     plan.actions.push_back(SetLinkUp{ns, "lo"});
     ++plan.namespaces;
   }

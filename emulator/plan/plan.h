@@ -137,7 +137,13 @@ struct Plan {
 struct PlanOptions {
   bool fq = true;  // sch_fq exists: departure times (delay, jitter, exact rate); else policer
   std::string no_fq_reason;  // what the probe saw, for `status`
+  // Every CPU as a hex cpumask ("3", "ff,ffffffff"): receive steering for the lab's ports, so
+  // that a flow is never reordered between CPUs. Empty: leave RPS off.
+  std::string rps_mask;
 };
+
+// The hex cpumask of CPUs 0..n-1 in the kernel's format (32-bit groups joined by commas).
+std::string cpu_mask(int cpus);
 
 // The mode a lab was built with, kept in its run dir (LabPaths::shaping_file): "fq" or
 // "policer <reason>".
