@@ -64,7 +64,8 @@ std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
   else
     out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
                   " ports as a POLICER: this kernel has no fq (" + mode.no_fq_reason +
-                  "), so rate, loss, queue and ECN hold but no delay or jitter is added");
+                  "), so rate, loss, queue and ECN hold but no delay or jitter is added, and TCP "
+                  "gets far less than a policed rate (nothing paces it)");
   if (s.rdma == RdmaMode::Auto) out.push_back("rdma: auto: no rxe devices (not implemented yet)");
   return out;
 }

@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
   link_set->add_option("--loss-burst", link.loss_burst,
                        "Gilbert-Elliott loss p,r[,loss_bad[,loss_good]], e.g. 1%,25%");
   link_set->add_option("--queue", link.queue, "Queue limit as time (200us) or size (64K)");
-  link_set->add_option("--ecn-threshold", link.ecn, "Mark CE above this queue delay, e.g. 40us");
+  link_set->add_option("--ecn-threshold,--ecn", link.ecn,
+                       "Mark CE above this queue delay, e.g. 40us; 0 for off");
   bool reorder = false, no_reorder = false;
   link_set->add_flag("--reorder", reorder, "Jitter may reorder packets (the default)");
   link_set->add_flag("--no-reorder", no_reorder, "Jitter keeps packets in order")

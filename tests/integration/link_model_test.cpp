@@ -98,14 +98,17 @@ class LinkModelTest : public LabTest {
     ::kill(-server, SIGKILL);
     ::waitpid(server, nullptr, 0);
     EXPECT_EQ(o.status, 0) << o;
-    // The receiver's view.
-    std::smatch m;
-    const std::regex re(R"re("sum_received":\s*\{[^}]*"bits_per_second":\s*([0-9.e+]+))re");
-    if (!std::regex_search(o.out, m, re)) {
-      ADD_FAILURE() << "no receiver rate in iperf3's output: " << o;
+    // Bytes the receiver got over the sender's time: the receiver's own clock runs until the
+    // end-of-test message arrives on iperf3's TCP control connection, which a policed link may
+    // drop and retransmit 200 ms later.
+    std::smatch got, sent;
+    const std::regex bytes_re(R"re("sum_received":\s*\{[^}]*"bytes":\s*([0-9]+))re");
+    const std::regex secs_re(R"re("sum_sent":\s*\{[^}]*"seconds":\s*([0-9.e+]+))re");
+    if (!std::regex_search(o.out, got, bytes_re) || !std::regex_search(o.out, sent, secs_re)) {
+      ADD_FAILURE() << "no received bytes or sending time in iperf3's output: " << o;
       return 0;
     }
-    return std::stod(m[1]);
+    return std::stod(got[1]) * 8 / std::stod(sent[1]);
   }
 };
 

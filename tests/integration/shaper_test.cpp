@@ -405,6 +405,34 @@ class TempBpffs {
   std::string dir_, error_ = "mkdtemp failed";
 };
 
+// What the program costs a packet, timed by the kernel over a million runs: printed for the
+// record (bench/README.md), not asserted.
+TEST_F(ShaperTest, CostPerPacketIsPrinted) {
+  LinkShape s;
+  s.rate_bps = 400'000'000'000ull;
+  s.loss = 0.001;
+  ASSERT_TRUE(shaper_->set(kLo, s, 1, /*policer=*/false));
+  const std::vector<uint8_t> frame = udp_frame(1400);
+  __sk_buff ctx{};
+  ctx.ifindex = kLo;
+  bpf_test_run_opts opts{};
+  opts.sz = sizeof(opts);
+  opts.data_in = frame.data();
+  opts.data_size_in = static_cast<uint32_t>(frame.size());
+  opts.ctx_in = &ctx;
+  opts.ctx_size_in = sizeof(ctx);
+  opts.repeat = 1'000'000;
+  ASSERT_EQ(bpf_prog_test_run_opts(shaper_->prog_fd(), &opts), 0);
+  const uint32_t shaped = opts.duration;
+  ASSERT_TRUE(shaper_->remove(kLo));
+  opts.duration = 0;
+  ASSERT_EQ(bpf_prog_test_run_opts(shaper_->prog_fd(), &opts), 0);
+  std::printf(
+      "link model: %u ns per packet shaped (rate, loss), %u ns on a port it does not "
+      "shape\n",
+      shaped, opts.duration);
+}
+
 TEST_F(ShaperTest, PinnedMapsAreSharedByEveryLoadOfALab) {
   TempBpffs fs;
   ASSERT_TRUE(fs.error().empty()) << fs.error();

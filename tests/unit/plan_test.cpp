@@ -358,6 +358,14 @@ TEST(PlanShaping, TheFakeKernelAcceptsTheShapedPlanAndDownRemovesThePins) {
   EXPECT_EQ(a->fake.bpf_pins.count(a->paths.pin_dir()), 1u);
 }
 
+TEST(PlanShaping, CpuMasksUseTheKernelsFormat) {
+  EXPECT_EQ(cpu_mask(1), "1");
+  EXPECT_EQ(cpu_mask(2), "3");
+  EXPECT_EQ(cpu_mask(32), "ffffffff");
+  EXPECT_EQ(cpu_mask(40), "ff,ffffffff");
+  EXPECT_EQ(cpu_mask(64), "ffffffff,ffffffff");
+}
+
 TEST(Directions, LinkNamesSelectOneOrBothDirections) {
   auto m = build_model(load(kShaped), 0);
   ASSERT_TRUE(m.ok());
