@@ -301,7 +301,7 @@ def bench_overhead(fabemu, tmp, runs, emit):
                     detach_program(lab, node)
             # cubic: BBR without fq paces by a timer per skb, which with one packet per skb
             # measures the timer, not the port.
-            tcp = median_of(runs, lambda: iperf(lab, extra=("-C", "cubic"))["bps"])
+            tcp = median_of(runs, lambda: iperf(lab, extra=("-C", "cubic") + PIN)["bps"])
             pps = median_of(runs, lambda: _udp_pps(lab))
         row[label] = {"tcp_bps": tcp, "udp64_pps": pps}
     plain = row["plain veth"]
@@ -345,13 +345,18 @@ def detach_program(lab, node):
         raise BenchError(f"no tcx program on {node}'s eth0 (clsact kernel?)")
 
 
+# Sender on CPU 0, receiver on CPU 1: where the scheduler puts them moves one flow's speed by
+# 2x between runs on 2 CPUs, more than the differences measured here.
+PIN = ("-A", "0,1") if (os.cpu_count() or 1) >= 2 else ()
+
+
 def _udp_pps(lab, seconds=3):
     server = lab.spawn("h2", ["iperf3", "-s", "-1", "-p", "5301"])
     time.sleep(0.4)
     try:
         out = json.loads(lab.exec("h1", ["iperf3", "-c", lab.addr["h2"], "-p", "5301", "-u",
-                                         "-b", "0", "-l", "64", "-t", str(seconds), "-J"],
-                                  timeout=seconds + 60).stdout)
+                                         "-b", "0", "-l", "64", "-t", str(seconds), "-J",
+                                         *PIN], timeout=seconds + 60).stdout)
     finally:
         stop(server)
     s = out["end"]["sum"]

@@ -345,7 +345,9 @@ TEST(PlanShaping, AnUnshapedLabLoadsTheModelButAttachesNothing) {
   EXPECT_TRUE(std::any_of(plan.actions.begin(), plan.actions.end(),
                           [](const Action& a) { return std::holds_alternative<LoadShaper>(a); }));
   for (const Action& a : plan.actions)
-    if (const auto* v = std::get_if<CreateVeth>(&a)) EXPECT_EQ(v->gso_max_segs, 0u);
+    if (const auto* v = std::get_if<CreateVeth>(&a)) {
+      EXPECT_EQ(v->gso_max_segs, 0u);
+    }
 }
 
 TEST(PlanShaping, TheFakeKernelAcceptsTheShapedPlanAndDownRemovesThePins) {
