@@ -13,20 +13,9 @@
 #include <cstring>
 
 #include "doctor/rtnl.h"
+#include "util/bpf_sys.h"
 
 namespace fabemu::doctor {
-
-namespace {
-
-// tcx arrived with Linux 6.6; Debian 12's uapi headers (6.1) do not name it yet, and the kernel
-// is the judge of whether it exists, not the headers we were built with.
-constexpr uint32_t kBpfTcxEgress = 47;
-
-long sys_bpf(int cmd, bpf_attr* attr) {
-  return ::syscall(__NR_bpf, cmd, attr, sizeof(*attr));
-}
-
-}  // namespace
 
 Result<UniqueFd> load_pass_sched_cls() {
   // r0 = 0 (TC_ACT_OK: let the packet through); exit.

@@ -20,6 +20,7 @@
 
 #include "apply/netns.h"
 #include "ebpf/link_shaper.h"
+#include "util/bpf_sys.h"
 
 namespace fabemu {
 
@@ -42,14 +43,7 @@ Result<NsId> current_ns() {
   return NsId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
 }
 
-// tcx by BPF_PROG_ATTACH: persistent like a tc filter (a bpf link would go with our fd). The
-// uapi headers of older distributions lack the constant.
-constexpr uint32_t kBpfTcxEgress = 47;
-
-long sys_bpf(int cmd, bpf_attr* attr) {
-  return ::syscall(__NR_bpf, cmd, attr, sizeof(*attr));
-}
-
+// tcx by BPF_PROG_ATTACH: persistent like a tc filter (a bpf link would go with our fd).
 // 0, or -errno; EEXIST when this program is already attached there.
 int tcx_attach(uint32_t ifindex, int prog_fd) {
   bpf_attr attr{};

@@ -40,6 +40,7 @@
 #include "shaping/bpffs.h"
 #include "shaping/link_cfg.h"
 #include "shaping/link_shaper.h"
+#include "util/bpf_sys.h"
 
 namespace fabemu {
 namespace {
@@ -531,8 +532,8 @@ class VethTest : public ShaperTest {
 // The program at the egress of `ifindex` in the caller's namespace, by tcx or clsact; 0: none.
 uint32_t attached_prog(unsigned ifindex) {
   uint32_t ids[4] = {}, count = 4, flags = 0;
-  constexpr auto kTcxEgress = static_cast<bpf_attach_type>(47);  // not in Debian 12's headers
-  if (bpf_prog_query(int(ifindex), kTcxEgress, 0, &flags, ids, &count) == 0 && count > 0)
+  const auto tcx = static_cast<bpf_attach_type>(kBpfTcxEgress);
+  if (bpf_prog_query(int(ifindex), tcx, 0, &flags, ids, &count) == 0 && count > 0)
     return ids[0];
   bpf_tc_hook hook{};
   hook.sz = sizeof(hook);
