@@ -533,8 +533,7 @@ class VethTest : public ShaperTest {
 uint32_t attached_prog(unsigned ifindex) {
   uint32_t ids[4] = {}, count = 4, flags = 0;
   const auto tcx = static_cast<bpf_attach_type>(kBpfTcxEgress);
-  if (bpf_prog_query(int(ifindex), tcx, 0, &flags, ids, &count) == 0 && count > 0)
-    return ids[0];
+  if (bpf_prog_query(int(ifindex), tcx, 0, &flags, ids, &count) == 0 && count > 0) return ids[0];
   bpf_tc_hook hook{};
   hook.sz = sizeof(hook);
   hook.ifindex = int(ifindex);
