@@ -221,13 +221,16 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
                 ip.str().c_str(), paths.ns_name(node.name).c_str());
   }
   std::printf("\n%-22s %-5s %-17s %-17s %-6s %10s %8s %8s %8s %9s  %s\n", "LINK", "STATE",
-              "A ADDRESS", "B ADDRESS", "DIR", "PACKETS", "LOSS", "QUEUE", "CE", "QDELAY99",
+              "A ADDRESS", "B ADDRESS", "DIR", "PACKETS", "DROPS", "QDROPS", "CE", "QDELAY99",
               "SHAPE (live)");
   for (size_t l = 0; l < t.links.size(); ++l) {
     const Link& link = t.links[l];
     const auto* sa = end_state(link.a.node, link.a.ifname);
     const auto* sb = end_state(link.b.node, link.b.ifname);
     bool up = sa && sb && sa->running && sb->running;
+    for (bool back : {false, true})  // `link down`: the veth is up, the link model drops all
+      if (const DirectionState* d = dir_state(l, back); d && d->shape.down.value_or(false))
+        up = false;
     std::string name = t.nodes[link.a.node].name + ":" + t.nodes[link.b.node].name;
     for (bool back : {false, true}) {
       const DirectionState* d = dir_state(l, back);
@@ -237,7 +240,6 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
       std::string shape = d && d->shaped ? shape_text(d->shape) : "(unshaped)";
       if (d && d->shaped && !lm->mode.fq && (d->shape.delay_ns || d->shape.jitter_ns))
         shape += " [policer: no delay/jitter]";
-      if (d && d->shaped && d->shape.down.value_or(false)) up = false;
       const std::string qd = d && d->counters.packets
                                  ? "<" + format_time_ns(queue_delay_quantile(d->counters, 0.99))
                                  : "-";
