@@ -213,11 +213,18 @@ Result<void> KernelBackend::create_cgroup(const CreateCgroup& a) {
 }
 
 Result<void> KernelBackend::load_shaper(const LoadShaper& a) {
-  FABEMU_TRY(ensure_bpffs(a.bpffs_root));
-  auto shaper = LinkShaper::load({a.pin_dir});
-  if (!shaper) return shaper.error();
-  shaper_.emplace(std::move(*shaper));
-  return ok();
+  auto loaded = [&]() -> Result<void> {
+    FABEMU_TRY(ensure_bpffs(a.bpffs_root));
+    auto shaper = LinkShaper::load({a.pin_dir});
+    if (!shaper) return shaper.error();
+    shaper_.emplace(std::move(*shaper));
+    return ok();
+  }();
+  if (!loaded && !a.required) {
+    (void)remove_pin_dir(a.pin_dir);  // no half-made pin dir for `status` to trip on
+    return ok();
+  }
+  return loaded;
 }
 
 Result<void> KernelBackend::shape_port(const ShapePort& a) {

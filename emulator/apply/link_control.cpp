@@ -25,7 +25,8 @@ Result<PlanOptions> read_mode(const LabPaths& paths) {
 Result<LinkShaper> open_maps(const LabPaths& paths) {
   if (!path_exists(paths.pin_dir()))
     return make_error("lab " + paths.lab + " has no link model (" + paths.pin_dir() +
-                          " is missing: was it built by an older fabemu?)",
+                          " is missing: the kernel refused to load it when the lab came up, "
+                          "see `fabemu doctor`, or an older fabemu built the lab)",
                       ENOENT);
   return LinkShaper::load({paths.pin_dir()});
 }

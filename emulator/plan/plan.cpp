@@ -215,7 +215,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   // in bpffs; the program lives as long as some port holds it. Loaded in every lab, so that
   // `fabemu link set` can shape a link of a lab that started unshaped.
   plan.journal.push_back({K::Pins, paths.pin_dir()});
-  plan.actions.push_back(LoadShaper{paths.bpffs_root, paths.pin_dir()});
+  plan.actions.push_back(LoadShaper{paths.bpffs_root, paths.pin_dir(), shaped});
   plan.actions.push_back(WriteFile{paths.shaping_file(), format_shaping_mode(options)});
   if (shaped) {
     for (size_t i = 0; i < t.links.size(); ++i) {

@@ -55,6 +55,9 @@ struct CreateVeth {
 struct LoadShaper {
   std::string bpffs_root;  // mounted first when the system has no bpffs there
   std::string pin_dir;
+  // An unshaped lab comes up on a kernel without BPF too: it loads the model only so that
+  // `link set` can use it later, and goes on without it (`status` says it is unavailable).
+  bool required = true;
 };
 
 // The link model on one port, i.e. one direction of one link: attach the program at its
