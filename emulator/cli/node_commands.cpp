@@ -152,6 +152,10 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
     if (lm) {
       j.field("mode", lm->mode.fq ? "fq" : "policer");
       if (!lm->mode.fq) j.field("reason", lm->mode.no_fq_reason);
+      // queue_delay_hist[i] counts waits below this many ns (the last bucket: everything else).
+      j.key("queue_delay_hist_upper_ns").begin_array();
+      for (int i = 0; i < FABEMU_HIST_BUCKETS; ++i) j.value(uint64_t{1} << (FABEMU_HIST_SHIFT + i));
+      j.end_array();
     } else {
       j.field("mode", "unavailable").field("reason", lm_error);
     }
