@@ -64,8 +64,9 @@ std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
   else
     out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
                   " ports as a POLICER: this kernel has no fq (" + mode.no_fq_reason +
-                  "), so rate, loss, queue and ECN hold but no delay or jitter is added, and TCP "
-                  "gets far less than a policed rate (nothing paces it)");
+                  "), so rate, loss, queue and ECN hold but no delay or jitter is added; TCP "
+                  "through a link policed below what the CPU carries gets far less than its "
+                  "rate (nothing paces it)");
   if (s.rdma == RdmaMode::Auto) out.push_back("rdma: auto: no rxe devices (not implemented yet)");
   return out;
 }
