@@ -102,18 +102,14 @@ class Pair {
     FABEMU_TRY(
         create_veth_pair(*rtnl, {fds[0].get(), "fe-rxa"}, {fds[1].get(), "fe-rxb"}, 1500, 0));
     for (int i = 0; i < 2; ++i) {
-      Result<void> r = ok();
-      std::thread([&] {
-        r = enter_namespace(fds[i].get(), CLONE_NEWNET, pins_[i]);
-        if (!r) return;
+      FABEMU_TRY(run_in_netns(pins_[i], [&]() -> Result<void> {
         auto sock = RtnlSocket::open();
-        if (!sock) return void(r = sock.error());
+        if (!sock) return sock.error();
         int index = static_cast<int>(::if_nametoindex(i ? "fe-rxb" : "fe-rxa"));
-        r = sock->add_address(index, Prefix{Ipv4{0x0afe4d01u + static_cast<uint32_t>(i)}, 24},
-                              "probe veth");
-        if (r) r = sock->set_up(index, "probe veth");
-      }).join();
-      FABEMU_TRY(r);
+        FABEMU_TRY(sock->add_address(
+            index, Prefix{Ipv4{0x0afe4d01u + static_cast<uint32_t>(i)}, 24}, "probe veth"));
+        return sock->set_up(index, "probe veth");
+      }));
     }
     return ok();
   }

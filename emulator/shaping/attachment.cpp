@@ -6,16 +6,14 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <net/if.h>
-#include <sched.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include "apply/netns.h"
@@ -61,26 +59,10 @@ int tcx_detach(uint32_t ifindex, int prog_fd) {
   return sys_bpf(BPF_PROG_DETACH, &attr) == 0 ? 0 : -errno;
 }
 
-// Runs f(namespace identity) on a new thread that has joined the namespace at `path`; with an empty
-// path, on a thread of the caller's namespace. The caller's own threads never change namespace.
-template <typename F>
-auto in_namespace(const std::string& path, F&& f) -> decltype(f(NsId{})) {
-  using R = decltype(f(NsId{}));
-  std::optional<R> out;
-  std::thread worker([&] {
-    const std::string ns = path.empty() ? "/proc/thread-self/ns/net" : path;
-    auto fd = open_namespace(ns);
-    if (!fd) return void(out.emplace(fd.error()));
-    struct stat st {};
-    if (::fstat(fd->get(), &st) != 0) return void(out.emplace(errno_error("stat " + ns)));
-    if (!path.empty()) {
-      auto entered = enter_namespace(fd->get(), CLONE_NEWNET, path);
-      if (!entered) return void(out.emplace(entered.error()));
-    }
-    out.emplace(f(NsId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}));
-  });
-  worker.join();
-  return std::move(*out);
+// Runs f() in the network namespace at `path` (on a thread of its own: the caller's threads
+// never change namespace), or, with an empty path, right here.
+Result<void> in_namespace(const std::string& path, const std::function<Result<void>()>& f) {
+  return path.empty() ? f() : run_in_netns(path, f);
 }
 
 std::string where(const std::string& ifname, const std::string& netns_path) {
@@ -140,11 +122,14 @@ void unclaim_port(int ports_fd, uint32_t ifindex, uint64_t dev, uint64_t ino) {
 Result<ShaperAttachment> ShaperAttachment::create(int prog_fd, int ports_fd,
                                                   const std::string& netns_path,
                                                   const std::string& ifname, AttachMethod method) {
-  return in_namespace(netns_path, [&](NsId) -> Result<ShaperAttachment> {
-    auto a = create_here(prog_fd, ports_fd, ifname, netns_path, method);
-    if (a) a->netns_path_ = netns_path;
-    return a;
+  std::optional<Result<ShaperAttachment>> out;
+  auto entered = in_namespace(netns_path, [&]() -> Result<void> {
+    out.emplace(create_here(prog_fd, ports_fd, ifname, netns_path, method));
+    return ok();
   });
+  if (!entered) return entered.error();
+  if (*out) (*out)->netns_path_ = netns_path;
+  return std::move(*out);
 }
 
 Result<ShaperAttachment> ShaperAttachment::create_here(int prog_fd, int ports_fd,
@@ -238,8 +223,10 @@ Result<void> ShaperAttachment::detach() {
   if (ports_fd_.valid()) unclaim_port(ports_fd_.get(), ifindex_, netns_dev_, netns_ino_);
   if (!netns_path_.empty() && ::access(netns_path_.c_str(), F_OK) != 0 && errno == ENOENT)
     return ok();  // the namespace went, and its ports and hooks with it
-  return in_namespace(netns_path_, [&](NsId ns) -> Result<void> {
-    if (ns.dev != netns_dev_ || ns.ino != netns_ino_) return ok();  // another namespace now
+  return in_namespace(netns_path_, [&]() -> Result<void> {
+    auto ns = current_ns();
+    if (!ns) return ns.error();
+    if (ns->dev != netns_dev_ || ns->ino != netns_ino_) return ok();  // another namespace now
     char name[IF_NAMESIZE] = {};
     if (!::if_indextoname(ifindex_, name) || ifname_ != name) return ok();  // the port went
     if (method_ == AttachMethod::Tcx) {
