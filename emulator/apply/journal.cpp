@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "util/files.h"
 #include "util/unique_fd.h"
@@ -14,22 +17,23 @@
 namespace fabemu {
 namespace {
 
-const char* kind_name(JournalEntry::Kind k) {
-  switch (k) {
-    case JournalEntry::Kind::Mount:
-      return "mount";
-    case JournalEntry::Kind::Path:
-      return "path";
-    case JournalEntry::Kind::Netns:
-      return "netns";
-    case JournalEntry::Kind::Uts:
-      return "uts";
-    case JournalEntry::Kind::Cgroup:
-      return "cgroup";
-    case JournalEntry::Kind::Pins:
-      return "pins";
-  }
+// Each entry kind's word in the file, for writing and reading alike.
+constexpr std::pair<JournalEntry::Kind, std::string_view> kKindNames[] = {
+    {JournalEntry::Kind::Mount, "mount"},   {JournalEntry::Kind::Path, "path"},
+    {JournalEntry::Kind::Netns, "netns"},   {JournalEntry::Kind::Uts, "uts"},
+    {JournalEntry::Kind::Cgroup, "cgroup"}, {JournalEntry::Kind::Pins, "pins"},
+};
+
+std::string_view kind_name(JournalEntry::Kind k) {
+  for (const auto& [kind, name] : kKindNames)
+    if (kind == k) return name;
   return "?";
+}
+
+std::optional<JournalEntry::Kind> kind_of(std::string_view name) {
+  for (const auto& [kind, known] : kKindNames)
+    if (known == name) return kind;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -73,18 +77,8 @@ Result<JournalFile> parse_journal(const std::string& text, const std::string& pa
       j.planned = true;
     else if (key == "complete")
       j.complete = true;
-    else if (key == "mount")
-      j.entries.push_back({JournalEntry::Kind::Mount, val});
-    else if (key == "path")
-      j.entries.push_back({JournalEntry::Kind::Path, val});
-    else if (key == "netns")
-      j.entries.push_back({JournalEntry::Kind::Netns, val});
-    else if (key == "uts")
-      j.entries.push_back({JournalEntry::Kind::Uts, val});
-    else if (key == "cgroup")
-      j.entries.push_back({JournalEntry::Kind::Cgroup, val});
-    else if (key == "pins")
-      j.entries.push_back({JournalEntry::Kind::Pins, val});
+    else if (auto kind = kind_of(key))
+      j.entries.push_back({*kind, val});
   }
   if (!j.planned) j.entries.clear();
   return j;
