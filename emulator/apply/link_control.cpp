@@ -90,37 +90,32 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
 
   std::vector<LinkChange> out;
   for (const Direction& d : *dirs) {
-    ShapePort port = port_of(model, paths, d.link, d.b_to_a, *mode);
-    LinkChange c;
-    c.name = port.direction;
-    auto cfg = shaper->get(port.ifindex);
+    auto cfg = shaper->get(port_ifindex(d.link, d.b_to_a));
     const bool shaped = static_cast<bool>(cfg);
-    if (shaped) {
-      c.before = to_shape(*cfg);
-      port.seed = cfg->seed;  // the loss sequence carries on
-    }
+    LinkChange c;
+    if (shaped) c.before = to_shape(*cfg);
     LinkShape merged = c.before;
     merged.merge(change);
-    port.shape = merged;
+    ShapePort port = port_of(model, paths, d.link, d.b_to_a, *mode, merged);
+    c.name = port.direction;
+    if (shaped) port.seed = cfg->seed;  // the loss sequence carries on
     // What the datapath will enforce, in scenario terms: zeros read as "off", the default queue
     // of a rate-limited link appears.
     c.after = to_shape(to_cfg(merged, port.seed, port.policer));
     const std::string netns =
         paths.netns_path(t.nodes[(d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node].name);
     if (!shaped) {
-      if (port.fq) port.fq = fq_params_for(merged);
       FABEMU_TRY(shape_port_in(*shaper, netns, port, /*set_gso=*/true));
       c.attached_now = true;
     } else {
       FABEMU_TRY(shaper->set(port.ifindex, port.shape, port.seed, port.policer));
       // Deeper queues or longer delays than fq was sized for: grow its limits (it keeps its
       // packets); the program stays attached.
-      if (mode->fq && !(fq_params_for(c.after) == fq_params_for(c.before))) {
-        const FqParams fq = fq_params_for(c.after);
+      if (port.fq && !(*port.fq == fq_params_for(c.before))) {
         FABEMU_TRY(run_in_netns(netns, [&]() -> Result<void> {
           auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, std::chrono::seconds(30));
           if (!rtnl) return rtnl.error();
-          return replace_root_fq(*rtnl, static_cast<int>(port.ifindex), fq);
+          return replace_root_fq(*rtnl, static_cast<int>(port.ifindex), *port.fq);
         }));
       }
     }

@@ -96,7 +96,7 @@ std::string direction_name(const Topology& t, int link, bool b_to_a) {
 }
 
 ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_a,
-                  const PlanOptions& options) {
+                  const PlanOptions& options, const LinkShape& shape) {
   const Topology& t = m.topo;
   const LinkEnd& from = b_to_a ? t.links[link].b : t.links[link].a;
   ShapePort p;
@@ -105,8 +105,9 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   p.ifindex = port_ifindex(link, b_to_a);
   p.direction = direction_name(t, link, b_to_a);
   p.seed = link_seed(m.scenario.seed, p.direction);
+  p.shape = shape;
   p.policer = !options.fq;
-  if (options.fq) p.fq = fq_params_for({});
+  if (options.fq) p.fq = fq_params_for(shape);
   return p;
 }
 
@@ -222,10 +223,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
       const Link& l = t.links[i];
       const int id = static_cast<int>(i);
       for (bool back : {false, true}) {
-        ShapePort p = port_of(m, paths, id, back, options);
-        p.shape = back ? l.b_to_a : l.a_to_b;
-        if (p.fq) p.fq = fq_params_for(p.shape);
-        plan.actions.push_back(std::move(p));
+        plan.actions.push_back(port_of(m, paths, id, back, options, back ? l.b_to_a : l.a_to_b));
         ++plan.shaped_ports;
       }
     }

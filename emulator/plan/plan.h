@@ -182,8 +182,8 @@ Plan make_plan(const LabModel& model, const LabPaths& paths, int pool,
 // "a>b: delay 2us" lines; empty when fq is there or nothing needs it.
 std::vector<std::string> needs_fq(const LabModel& model);
 
-// The ShapePort of one direction of a link, with an empty shape (and default fq limits).
+// The ShapePort of one direction of a link shaped like `shape`, with fq limits for it.
 ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_a,
-                  const PlanOptions& options);
+                  const PlanOptions& options, const LinkShape& shape);
 
 }  // namespace fabemu
