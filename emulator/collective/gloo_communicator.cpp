@@ -1,0 +1,231 @@
+// Gloo backend: rendezvous, device, and one Gloo algorithm object per collective and size.
+#include "collective/gloo_communicator.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include <gloo/allgather_ring.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier_all_to_all.h>
+#include <gloo/broadcast_one_to_all.h>
+#include <gloo/reduce_scatter.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "collective/gloo_alltoall.h"
+#include "collective/ibverbs_device.h"
+#include "util/files.h"
+
+namespace fabemu::collective {
+namespace {
+
+// Gloo reports failures (timeouts, closed connections) as exceptions; the benchmark wants
+// values.
+class AlgorithmOperation final : public Operation {
+ public:
+  AlgorithmOperation(std::unique_ptr<gloo::Algorithm> algorithm,
+                     std::vector<std::unique_ptr<gloo::Algorithm>>& retired)
+      : algorithm_(std::move(algorithm)), retired_(retired) {}
+  ~AlgorithmOperation() override { retired_.push_back(std::move(algorithm_)); }
+  Result<void> run() override {
+    try {
+      algorithm_->run();
+      return ok();
+    } catch (const std::exception& e) {
+      return make_error(e.what());
+    }
+  }
+
+ private:
+  std::unique_ptr<gloo::Algorithm> algorithm_;
+  std::vector<std::unique_ptr<gloo::Algorithm>>& retired_;
+};
+
+// One rank: there is nobody to talk to (and AllgatherRing would look for a pair to itself).
+class LocalCopy final : public Operation {
+ public:
+  LocalCopy(std::span<const float> in, std::span<float> out) : in_(in), out_(out) {}
+  Result<void> run() override {
+    if (!in_.empty()) std::memcpy(out_.data(), in_.data(), in_.size_bytes());
+    return ok();
+  }
+
+ private:
+  std::span<const float> in_;
+  std::span<float> out_;
+};
+
+Result<std::shared_ptr<gloo::transport::Device>> open_device(const GlooSettings& s) {
+  if (s.transport == Transport::Ibverbs) return open_ibverbs_device(s);
+  const std::string what = s.addr.empty() ? "interface " + s.iface : "address " + s.addr;
+  try {
+    gloo::transport::tcp::attr attr;
+    if (!s.addr.empty()) {
+      attr.hostname = s.addr;
+    } else {
+      attr.iface = s.iface;
+    }
+    return gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    return make_error("binding Gloo's tcp device to " + what + ": " + e.what());
+  }
+}
+
+// What the ranks should check when connecting fails.
+std::string connect_hint(const std::string& what) {
+  if (what.find("File already exists") != std::string::npos) {
+    return " (this run id was used before: every run needs a new --run-id / FABEMU_RUN_ID)";
+  }
+  if (what.find("Wait timeout") != std::string::npos) {
+    return " (a rank did not arrive: are all started, with the same --run-id and --store?)";
+  }
+  return "";
+}
+
+}  // namespace
+
+GlooCommunicator::GlooCommunicator(const GlooSettings& settings, RankInfo ranks)
+    : settings_(settings), ranks_(ranks) {}
+
+GlooCommunicator::~GlooCommunicator() = default;
+
+Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::connect(const GlooSettings& s,
+                                                                    RankInfo ranks) {
+  // Ranks in other hosts create it at the same moment: make_dirs takes EEXIST as success.
+  if (auto made = make_dirs(s.store_dir, 0777); !made) {
+    return made.error().context("rendezvous directory " + s.store_dir);
+  }
+  if (::access(s.store_dir.c_str(), W_OK | X_OK) != 0) {
+    return errno_error("rendezvous directory " + s.store_dir + " is not usable");
+  }
+  auto device = open_device(s);
+  if (!device) return device.error();
+
+  std::unique_ptr<GlooCommunicator> c(new GlooCommunicator(s, ranks));
+  const std::string where = "connecting to the other " + std::to_string(ranks.size - 1) +
+                            " ranks through " + s.store_dir + " (run id " + s.run_id + ")";
+  try {
+    c->file_store_ = std::make_unique<gloo::rendezvous::FileStore>(s.store_dir);
+    c->store_ = std::make_unique<gloo::rendezvous::PrefixStore>(s.run_id, *c->file_store_);
+    auto context = std::make_shared<gloo::rendezvous::Context>(ranks.rank, ranks.size);
+    context->setTimeout(s.timeout);
+    context->connectFullMesh(*c->store_, *device);
+    c->context_ = context;
+    if (ranks.size > 1) c->barrier_ = std::make_unique<gloo::BarrierAllToAll>(c->context_);
+  } catch (const std::exception& e) {
+    return make_error(where + ": " + e.what() + connect_hint(e.what()));
+  }
+  return c;
+}
+
+std::string GlooCommunicator::transport() const {
+  return std::string(name_of(settings_.transport));
+}
+
+std::string GlooCommunicator::algorithm(Collective c) const {
+  switch (c) {
+    case Collective::AllReduce:
+      return std::string(name_of(settings_.allreduce));
+    case Collective::AllGather:
+      return "ring";
+    case Collective::ReduceScatter:
+      return "halving_doubling";
+    case Collective::AllToAll:
+      return "pairwise";
+    case Collective::Broadcast:
+      return "one_to_all";
+  }
+  return "?";
+}
+
+bool GlooCommunicator::in_place(Collective c) const {
+  return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Broadcast;
+}
+
+Result<std::unique_ptr<Operation>> GlooCommunicator::prepare(const Layout& l, std::span<float> in,
+                                                             std::span<float> out) {
+  const int n = ranks_.size;
+  if (n == 1) return std::unique_ptr<Operation>(new LocalCopy(in, out));
+  const int count = static_cast<int>(l.count);  // options cap sizes at 1G bytes
+  const int block = static_cast<int>(l.block);
+  std::unique_ptr<gloo::Algorithm> algo;
+  try {
+    switch (l.collective) {
+      case Collective::AllReduce:
+        switch (settings_.allreduce) {
+          case AllreduceAlgorithm::RingChunked:
+            algo = std::make_unique<gloo::AllreduceRingChunked<float>>(
+                context_, std::vector<float*>{out.data()}, count);
+            break;
+          case AllreduceAlgorithm::Ring:
+            algo = std::make_unique<gloo::AllreduceRing<float>>(
+                context_, std::vector<float*>{out.data()}, count);
+            break;
+          case AllreduceAlgorithm::HalvingDoubling:
+            algo = std::make_unique<gloo::AllreduceHalvingDoubling<float>>(
+                context_, std::vector<float*>{out.data()}, count);
+            break;
+        }
+        break;
+      case Collective::AllGather:
+        algo = std::make_unique<gloo::AllgatherRing<float>>(
+            context_, std::vector<const float*>{in.data()}, out.data(), block);
+        break;
+      case Collective::ReduceScatter:
+        algo = std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(
+            context_, std::vector<float*>{out.data()}, block * n, std::vector<int>(n, block));
+        break;
+      case Collective::AllToAll:
+        algo = std::make_unique<AlltoallPairwise>(context_, in.data(), out.data(), l.block);
+        break;
+      case Collective::Broadcast:
+        algo = std::make_unique<gloo::BroadcastOneToAll<float>>(
+            context_, std::vector<float*>{out.data()}, l.count, kBroadcastRoot);
+        break;
+    }
+  } catch (const std::exception& e) {
+    return make_error(std::string("setting up Gloo's ") + algorithm(l.collective) + ": " +
+                      e.what());
+  }
+  return std::unique_ptr<Operation>(new AlgorithmOperation(std::move(algo), retired_));
+}
+
+Result<void> GlooCommunicator::barrier() {
+  if (!barrier_) return ok();
+  try {
+    barrier_->run();
+  } catch (const std::exception& e) {
+    return make_error(std::string("barrier: ") + e.what());
+  }
+  return ok();
+}
+
+Result<std::vector<double>> GlooCommunicator::allgather(std::span<const double> mine) {
+  std::vector<double> all(mine.size() * ranks_.size);
+  if (ranks_.size == 1) {
+    std::copy(mine.begin(), mine.end(), all.begin());
+    return all;
+  }
+  try {
+    auto ring = std::make_unique<gloo::AllgatherRing<double>>(
+        context_, std::vector<const double*>{mine.data()}, all.data(),
+        static_cast<int>(mine.size()));
+    ring->run();
+    retired_.push_back(std::move(ring));
+  } catch (const std::exception& e) {
+    return make_error(std::string("allgather: ") + e.what());
+  }
+  return all;
+}
+
+void GlooCommunicator::forget_rendezvous() {
+  if (!file_store_) return;
+  for (const auto& path : file_store_->getAllKeyFilePaths()) ::unlink(path.c_str());
+}
+
+}  // namespace fabemu::collective

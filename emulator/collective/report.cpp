@@ -1,0 +1,157 @@
+// Table and JSON formatting of benchmark results.
+#include "collective/report.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+
+#include "util/json.h"
+
+namespace fabemu::collective {
+namespace {
+
+std::string printf_string(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+std::string printf_string(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+std::string_view redop_of(const Layout& l) {
+  return l.reduces() ? "sum" : "none";
+}
+
+double average_busbw(const std::vector<SizeResult>& results, Collective c) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& r : results) {
+    if (r.layout.collective != c) continue;
+    sum += r.busbw;
+    ++n;
+  }
+  return n ? sum / n : 0;
+}
+
+}  // namespace
+
+std::string table_header(const RunInfo& run, Collective c, const std::string& algorithm) {
+  std::string out =
+      printf_string("#  collective %s  library %s  transport %s  ranks %d  algorithm %s\n",
+                    std::string(name_of(c)).c_str(), run.library.c_str(), run.transport.c_str(),
+                    run.ranks, algorithm.c_str());
+  out += printf_string("#%11s  %12s  %6s  %6s  %5s  %11s  %11s  %11s  %7s", "size", "count", "type",
+                       "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+  if (run.predictions) out += printf_string("  %10s  %6s", "pred_busbw", "ratio");
+  return out + "\n";
+}
+
+std::string table_row(const RunInfo& run, const SizeResult& r) {
+  const Layout& l = r.layout;
+  std::string out = printf_string("%12llu  %12llu  %6s  %6s  %5d  %11.2f  %11.3f  %11.3f  %7llu",
+                                  static_cast<unsigned long long>(l.size),
+                                  static_cast<unsigned long long>(l.count), "float",
+                                  std::string(redop_of(l)).c_str(), l.root(), r.time_us, r.algbw,
+                                  r.busbw, static_cast<unsigned long long>(r.wrong));
+  if (run.predictions) {
+    auto ratio = r.ratio();
+    out += r.pred_busbw ? printf_string("  %10.3f", *r.pred_busbw) : printf_string("  %10s", "-");
+    out += ratio ? printf_string("  %6.2f", *ratio) : printf_string("  %6s", "-");
+  }
+  return out + "\n";
+}
+
+std::string table_footer(const std::vector<SizeResult>& results) {
+  if (results.empty()) return "";
+  return printf_string("# avg busbw (GB/s): %.3f\n",
+                       average_busbw(results, results.front().layout.collective));
+}
+
+std::string verdict_line(const std::vector<SizeResult>& results) {
+  uint64_t wrong = 0;
+  std::string where;
+  for (const auto& r : results) {
+    if (r.wrong == 0) continue;
+    wrong += r.wrong;
+    where += printf_string("%s%s %llu (%llu)", where.empty() ? ": " : ", ",
+                           std::string(name_of(r.layout.collective)).c_str(),
+                           static_cast<unsigned long long>(r.layout.size),
+                           static_cast<unsigned long long>(r.wrong));
+  }
+  if (wrong == 0) return "# wrong values: 0 OK\n";
+  return printf_string("# wrong values: %llu FAILED", static_cast<unsigned long long>(wrong)) +
+         where + "\n";
+}
+
+std::string json_result(const RunInfo& run, const SizeResult& r) {
+  const Layout& l = r.layout;
+  JsonWriter w;
+  w.begin_object()
+      .field("type", "result")
+      .field("collective", name_of(l.collective))
+      .field("library", run.library)
+      .field("transport", run.transport)
+      .field("algorithm", r.algorithm)
+      .field("ranks", run.ranks)
+      .field("size", l.size)
+      .field("count", l.count)
+      .field("dtype", "float")
+      .field("redop", redop_of(l))
+      .field("root", l.root())
+      .field("iterations", r.iterations)
+      .field("warmup", r.warmup)
+      .field("time_us", r.time_us)
+      .field("algbw_gbps", r.algbw)
+      .field("busbw_gbps", r.busbw)
+      .field("bus_factor", bus_factor(l.collective, l.ranks))
+      .field("wrong", r.wrong);
+  w.key("rank_time_us").begin_array();
+  for (double t : r.rank_time_us) w.value(t);
+  w.end_array();
+  w.key("rank_wrong").begin_array();
+  for (uint64_t n : r.rank_wrong) w.value(n);
+  w.end_array();
+  auto optional = [&w](std::string_view key, std::optional<double> v) {
+    w.key(key);
+    if (v) {
+      w.value(*v);
+    } else {
+      w.null();
+    }
+  };
+  optional("pred_time_us", r.pred_time_us);
+  optional("pred_busbw_gbps", r.pred_busbw);
+  optional("ratio", r.ratio());
+  w.end_object();
+  return w.str() + "\n";
+}
+
+std::string json_summary(const RunInfo& run, const std::vector<SizeResult>& results) {
+  uint64_t wrong = 0;
+  std::vector<Collective> seen;
+  for (const auto& r : results) {
+    wrong += r.wrong;
+    if (std::find(seen.begin(), seen.end(), r.layout.collective) == seen.end()) {
+      seen.push_back(r.layout.collective);
+    }
+  }
+  JsonWriter w;
+  w.begin_object()
+      .field("type", "summary")
+      .field("library", run.library)
+      .field("transport", run.transport)
+      .field("ranks", run.ranks)
+      .field("results", static_cast<uint64_t>(results.size()))
+      .field("wrong", wrong)
+      .field("ok", wrong == 0);
+  w.key("avg_busbw_gbps").begin_object();
+  for (Collective c : seen) w.field(name_of(c), average_busbw(results, c));
+  w.end_object();
+  w.end_object();
+  return w.str() + "\n";
+}
+
+}  // namespace fabemu::collective
