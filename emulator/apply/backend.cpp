@@ -29,6 +29,8 @@ Result<void> Backend::apply(const Action& action) {
           return create_cgroup(a);
         else if constexpr (std::is_same_v<T, LoadShaper>)
           return load_shaper(a);
+        else if constexpr (std::is_same_v<T, CreateRxe>)
+          return create_rxe(a);
         else
           return shape_port(a);
       },

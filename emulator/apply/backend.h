@@ -24,6 +24,7 @@ class Backend {
   virtual Result<void> create_cgroup(const CreateCgroup& a) = 0;
   virtual Result<void> load_shaper(const LoadShaper& a) = 0;
   virtual Result<void> shape_port(const ShapePort& a) = 0;
+  virtual Result<void> create_rxe(const CreateRxe& a) = 0;
   // Completes any batched work and returns the calling thread to its own namespaces.
   virtual Result<void> finish() = 0;
 

@@ -158,6 +158,19 @@ Result<void> FakeBackend::shape_port(const ShapePort& a) {
   return ok();
 }
 
+Result<void> FakeBackend::create_rxe(const CreateRxe& a) {
+  FABEMU_TRY(step(describe(a)));
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  auto it = (*ns)->ifaces.find(a.netdev);
+  if (it == (*ns)->ifaces.end()) return make_error(describe(a), ENODEV);
+  if (rxe.count(a.name)) return make_error(describe(a), EEXIST);
+  for (const auto& [name, dev] : rxe)  // rxe allows one device per netdev
+    if (dev.ns == a.ns && dev.netdev == a.netdev) return make_error(describe(a), EEXIST);
+  rxe[a.name] = a;
+  return ok();
+}
+
 Result<void> FakeBackend::mount_run_dir(const std::string& dir) {
   calls.push_back("mount " + dir);
   mounts.insert(dir);
@@ -171,6 +184,8 @@ void FakeBackend::unpin(const std::string& pin) {
   auto it = namespaces.find(p->second);
   pins.erase(p);
   if (it == namespaces.end()) return;
+  // ...and the rxe devices on them.
+  std::erase_if(rxe, [&](const auto& dev) { return dev.second.ns == it->first; });
   // Deleting a namespace deletes its veths, and with them their peers.
   for (auto& [name, iface] : it->second.ifaces)
     if (!iface.peer_ns.empty() && namespaces.count(iface.peer_ns))
@@ -204,6 +219,9 @@ Result<void> FakeBackend::remove(const JournalEntry& e) {
       break;
     case JournalEntry::Kind::Pins:
       bpf_pins.erase(e.path);
+      break;
+    case JournalEntry::Kind::Rdma:
+      rxe.erase(e.path);
       break;
   }
   return ok();

@@ -31,6 +31,7 @@ class FakeBackend : public Backend {
   std::set<std::string> files, dirs, cgroups, mounts;
   std::map<std::string, std::string> pins;  // netns pin path -> namespace name
   std::set<std::string> bpf_pins;           // link-model pin dirs
+  std::map<std::string, CreateRxe> rxe;     // RDMA devices by (global) name
   std::vector<std::string> calls;           // describe() of every call, in order
   int fail_at = -1;                         // make the Nth call (0-based) fail, to test rollback
 
@@ -46,6 +47,7 @@ class FakeBackend : public Backend {
   Result<void> create_cgroup(const CreateCgroup& a) override;
   Result<void> load_shaper(const LoadShaper& a) override;
   Result<void> shape_port(const ShapePort& a) override;
+  Result<void> create_rxe(const CreateRxe& a) override;
   Result<void> finish() override { return ok(); }
   Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>&) override { return ok(); }

@@ -22,6 +22,7 @@ constexpr std::pair<JournalEntry::Kind, std::string_view> kKindNames[] = {
     {JournalEntry::Kind::Mount, "mount"},   {JournalEntry::Kind::Path, "path"},
     {JournalEntry::Kind::Netns, "netns"},   {JournalEntry::Kind::Uts, "uts"},
     {JournalEntry::Kind::Cgroup, "cgroup"}, {JournalEntry::Kind::Pins, "pins"},
+    {JournalEntry::Kind::Rdma, "rdma"},
 };
 
 std::string_view kind_name(JournalEntry::Kind k) {

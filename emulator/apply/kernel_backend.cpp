@@ -13,6 +13,7 @@
 #include "apply/netns.h"
 #include "apply/port_shaping.h"
 #include "apply/processes.h"
+#include "apply/rdma.h"
 #include "apply/run_root.h"
 #include "apply/veth.h"
 #include "shaping/bpffs.h"
@@ -234,6 +235,15 @@ Result<void> KernelBackend::shape_port(const ShapePort& a) {
   return shape_port_here(*shaper_, a, **sock, /*set_gso=*/false);  // the veth was made with it
 }
 
+Result<void> KernelBackend::create_rxe(const CreateRxe& a) {
+  FABEMU_TRY(enter(a.ns));  // the socket's namespace is where rxe finds the netdev
+  auto rdma = RdmaNetlink::open();
+  if (!rdma) return rdma.error().context("in namespace " + a.ns);
+  auto r = rdma->add_rxe(a.name, a.netdev);
+  if (!r) return r.error().context("in namespace " + a.ns);
+  return ok();
+}
+
 Result<void> KernelBackend::mount_run_dir(const std::string& dir) {
   return mount_tmpfs(dir, "fabemu");
 }
@@ -259,6 +269,14 @@ Result<void> KernelBackend::remove(const JournalEntry& e) {
     case JournalEntry::Kind::Pins:
       shaper_.reset();
       return remove_pin_dir(e.path);
+    case JournalEntry::Kind::Rdma: {
+      // Seen from every namespace (the RDMA core's default shared mode), so from ours too. A
+      // kernel without RDMA netlink has no such device to delete.
+      auto rdma = RdmaNetlink::open();
+      if (!rdma)
+        return errno_of(rdma.error()) == EPROTONOSUPPORT ? ok() : Result<void>(rdma.error());
+      return rdma->remove_if_present(e.path);
+    }
     case JournalEntry::Kind::Path: {
       // Only ever delete trees that are recognisably fabemu's.
       if (e.path.find("/fabemu") == std::string::npos || e.path.size() < 10)

@@ -35,6 +35,7 @@ class KernelBackend : public Backend {
   Result<void> create_cgroup(const CreateCgroup& a) override;
   Result<void> load_shaper(const LoadShaper& a) override;
   Result<void> shape_port(const ShapePort& a) override;
+  Result<void> create_rxe(const CreateRxe& a) override;
   Result<void> finish() override;
   Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>& journal) override;

@@ -33,6 +33,7 @@ const char* phase_of(const Action& a) {
   if (std::holds_alternative<AddAddress>(a) || std::holds_alternative<AddRoute>(a)) return "routes";
   if (std::holds_alternative<MakeDir>(a) || std::holds_alternative<WriteFile>(a)) return "files";
   if (std::holds_alternative<CreateCgroup>(a)) return "cgroups";
+  if (std::holds_alternative<CreateRxe>(a)) return "rdma";
   if (std::holds_alternative<LoadShaper>(a) || std::holds_alternative<ShapePort>(a))
     return "shaping";
   return nullptr;
@@ -66,6 +67,7 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
     out.model = std::move(*model);
     out.plan = make_plan(out.model, paths, *pool, options.plan);
     out.plan_options = options.plan;
+    out.model.rdma = options.plan.rdma;
 
     FABEMU_TRY(make_dirs(paths.run_dir(), 0755));
     JournalFile j{paths.lab, *pool, options.scenario_file, out.plan.journal, true, false};
@@ -154,6 +156,15 @@ Result<LabModel> lab_model(const LabPaths& paths, JournalFile* journal_out) {
   auto scenario = load_scenario_file(paths.scenario_copy());
   if (!scenario) return scenario.error();
   auto model = build_model(*scenario, j->pool);
+  if (!model) return model.error();
+  // The run dir's record of `up`'s rdma decision; labs made before it was kept have no rxe.
+  if (auto text = read_file(paths.rdma_file())) {
+    auto choice = parse_rdma_choice(*text, paths.rdma_file());
+    if (!choice) return choice.error();
+    model->rdma = std::move(*choice);
+  } else {
+    model->rdma.why_not = "no record in " + paths.rdma_file();
+  }
   if (journal_out) *journal_out = std::move(*j);
   return model;
 }

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "apply/netns.h"
+#include "apply/rdma.h"
 #include "doctor/bpf_attach.h"
-#include "doctor/rdma_link.h"
 #include "doctor/rtnl.h"
 #include "util/files.h"
 #include "util/netlink.h"
@@ -309,20 +309,20 @@ class NamespaceProbes {
 
   void probe_rxe() {
     if (!port_) return skip("rxe", "no veth to put an rxe device on");
-    auto rdma = NetlinkSocket::open(NETLINK_RDMA, kReplyTimeout);
+    auto rdma = RdmaNetlink::open(kReplyTimeout);
     if (!rdma) {
       return record("rxe", ProbeStatus::No,
                     describe(rdma.error()) + ": the kernel has no RDMA core, hence no rxe");
     }
-    static const char kDevice[] = "fabemu_rxe0";
-    auto made = add_rxe_link(*rdma, kDevice, kPort);
+    // RDMA device names are global, unlike the namespace: the pid keeps two doctors apart.
+    const std::string device = "fabemu-doctor-" + std::to_string(::getpid());
+    auto made = rdma->add_rxe(device, kPort);
     if (!made) return record("rxe", ProbeStatus::No, describe(made.error()));
     // The device would also go when the namespace's veth does; deleting it now is tidier.
     std::string detail =
         "rxe device can be created; traffic between namespaces needs kernel >= 7.1 and is tested "
         "by the rdma lane";
-    auto index = rdma_device_index(*rdma, kDevice);
-    auto gone = index ? delete_rdma_link(*rdma, *index) : Result<void>(index.error());
+    auto gone = rdma->remove_if_present(device);
     if (!gone) detail += " (removing it: " + describe(gone.error()) + ")";
     record("rxe", ProbeStatus::Partial, detail,
            "soft-RoCE between emulated hosts is unverified here: older kernels run rxe only in "

@@ -62,7 +62,8 @@ constexpr Feature kFeatures[] = {
     {"ovs_userspace", "Open vSwitch userspace",
      "fabric.switch: ovs is unavailable (apt install openvswitch-switch)", false},
     {"rxe", "soft-RoCE (rdma_rxe)",
-     "no RDMA: ibverbs transports are off and collectives run over TCP", true},
+     "no RDMA: `up` leaves rxe off (rdma: auto) and refuses rdma: on; collectives run over TCP",
+     true},
     {"cgroup_cpu", "cgroup cpu limits", "hosts.cpu limits cannot be applied", true},
     {"cgroup_memory", "cgroup memory limits", "hosts.memory limits cannot be applied", true},
 };
@@ -142,6 +143,8 @@ std::vector<FeatureProbe> probe_features() {
       doctor::RxeTraffic t = doctor::probe_rxe_traffic();
       p.status = t.status;
       p.detail = t.detail;
+      // Known now: the namespace probe's "unverified" gives way to the catalog's cost.
+      if (t.status == ProbeStatus::Yes || t.status == ProbeStatus::No) p.cost.clear();
     }
 
   // One entry per catalog feature, in catalog order, whatever the probes managed to report.

@@ -1,6 +1,6 @@
-// A minimal raw netlink client: rtnetlink, genetlink and RDMA netlink requests with bounded
-// waits and extended-ACK errors. Used where libnl has no API (doctor probes, veths with fixed
-// ifindexes and GSO limits, the fq qdisc's options).
+// A minimal raw netlink client: rtnetlink and genetlink requests with bounded waits and
+// extended-ACK errors. Used where libnl has no API (doctor probes, veths with fixed ifindexes
+// and GSO limits, the fq qdisc's options); RDMA netlink goes through libnl (apply/rdma.h).
 #pragma once
 
 #include <chrono>

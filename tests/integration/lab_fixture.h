@@ -365,6 +365,10 @@ struct Snapshot {
     };
     if (fs::exists("/sys/fs/bpf/fabemu/" + lab, ec))
       s.lab_objects.insert("/sys/fs/bpf/fabemu/" + lab);  // the link model's pinned maps
+    // Soft-RoCE devices: their names are global, not inside any namespace.
+    for (const auto& e : fs::directory_iterator("/sys/class/infiniband", ec))
+      if (e.path().filename().string().starts_with(prefix))
+        s.lab_objects.insert("rdma " + e.path().filename().string());
     cgroup("/sys/fs/cgroup");
     for (const auto& e : fs::directory_iterator("/sys/fs/cgroup", ec)) cgroup(e.path());
     for (const MountInfo& m : read_mountinfo()) {

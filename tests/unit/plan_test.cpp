@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "apply/fake_backend.h"
 #include "apply/journal.h"
 #include "apply/lab.h"
+#include "runtime/host_env.h"
 #include "scenario/loader.h"
+#include "util/files.h"
 
 namespace fabemu {
 namespace {
@@ -385,6 +388,146 @@ TEST(Directions, LinkNamesSelectOneOrBothDirections) {
   EXPECT_FALSE(find_directions(t, "leaf1:spine9").ok());
   EXPECT_FALSE(find_directions(t, "h1:spine1").ok());  // no such link
   EXPECT_FALSE(find_directions(t, "leaf1").ok());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Soft-RoCE
+
+const char* kSmallLeafSpine =
+    "name: rd\ntopology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}\n";
+
+std::vector<CreateRxe> rxe_actions(const Plan& plan) {
+  std::vector<CreateRxe> out;
+  for (const Action& a : plan.actions)
+    if (const auto* r = std::get_if<CreateRxe>(&a)) out.push_back(*r);
+  return out;
+}
+
+TEST(PlanRdma, OnGivesEveryHostOneRxeDeviceOnItsNicAndAJournalEntry) {
+  auto m = build_model(load(kSmallLeafSpine), 0);
+  ASSERT_TRUE(m.ok());
+  LabPaths paths;
+  paths.lab = "rd";
+  PlanOptions options;
+  options.rdma.rxe = true;
+  Plan plan = make_plan(*m, paths, 0, options);
+  const Topology& t = m->topo;
+  auto rxe = rxe_actions(plan);
+  ASSERT_EQ(rxe.size(), t.hosts().size());
+  EXPECT_EQ(plan.rxe_devices, int(rxe.size()));
+  std::set<std::string> names;
+  for (size_t i = 0; i < rxe.size(); ++i) {
+    const int h = t.hosts()[i];
+    const std::string& host = t.nodes[h].name;
+    EXPECT_EQ(rxe[i].name, "fabemu-rd-" + host);
+    EXPECT_EQ(rxe[i].ns, paths.ns_name(host));
+    EXPECT_EQ(rxe[i].netdev, t.links[t.links_of(h).front()].end(h).ifname);
+    names.insert(rxe[i].name);
+    // Journalled, so that `down` and crash recovery delete it.
+    EXPECT_NE(std::find(plan.journal.begin(), plan.journal.end(),
+                        JournalEntry{JournalEntry::Kind::Rdma, rxe[i].name}),
+              plan.journal.end());
+  }
+  EXPECT_EQ(names.size(), rxe.size());
+  // Created once the host's NIC has its address: after the last AddAddress of the host.
+  size_t last_address = 0, first_rxe = plan.actions.size();
+  for (size_t i = 0; i < plan.actions.size(); ++i) {
+    if (std::holds_alternative<AddAddress>(plan.actions[i])) last_address = i;
+    if (std::holds_alternative<CreateRxe>(plan.actions[i])) first_rxe = std::min(first_rxe, i);
+  }
+  EXPECT_LT(last_address, first_rxe);
+  EXPECT_NE(describe(Action{rxe.front()}).find("create rxe device fabemu-rd-h1 on"),
+            std::string::npos);
+}
+
+TEST(PlanRdma, OffCreatesNoDeviceAndRecordsWhy) {
+  auto m = build_model(load(kSmallLeafSpine), 0);
+  ASSERT_TRUE(m.ok());
+  LabPaths paths;
+  paths.lab = "rd";
+  PlanOptions options;
+  options.rdma.why_not = "this kernel has no rdma_rxe";
+  Plan plan = make_plan(*m, paths, 0, options);
+  EXPECT_TRUE(rxe_actions(plan).empty());
+  EXPECT_EQ(plan.rxe_devices, 0);
+  for (const auto& e : plan.journal) EXPECT_NE(e.kind, JournalEntry::Kind::Rdma);
+  bool recorded = false;
+  for (const Action& a : plan.actions)
+    if (const auto* w = std::get_if<WriteFile>(&a); w && w->path == paths.rdma_file()) {
+      recorded = true;
+      auto back = parse_rdma_choice(w->content, w->path);
+      ASSERT_TRUE(back.ok());
+      EXPECT_FALSE(back->rxe);
+      EXPECT_EQ(back->why_not, "this kernel has no rdma_rxe");
+    }
+  EXPECT_TRUE(recorded);
+  EXPECT_TRUE(parse_rdma_choice(format_rdma_choice({true, ""}), "f")->rxe);
+  EXPECT_FALSE(parse_rdma_choice("maybe\n", "f").ok());
+}
+
+TEST_F(LabLifecycle, RxeDevicesGoOnDownBeforeTheNamespacesAndTheRunDirKeepsTheChoice) {
+  FakeBackend fake;
+  UpOptions options{"", "rd.yaml", nullptr};
+  options.plan.rdma.rxe = true;
+  const std::string text = kSmallLeafSpine;
+  options.scenario_text = text;
+  auto up = lab_up(load(kSmallLeafSpine), paths_, fake, options);
+  ASSERT_TRUE(up.ok()) << up.error().what();
+  EXPECT_EQ(fake.rxe.size(), 4u);
+  EXPECT_EQ(fake.rxe.count(paths_.rxe_name("h3")), 1u);
+  EXPECT_TRUE(up->model.rdma.rxe);
+  // A later process (exec, status, perf) reads the choice back from the run dir (where the
+  // kernel backend writes it; the fake only notes the write).
+  ASSERT_EQ(fake.files.count(paths_.rdma_file()), 1u);
+  ASSERT_TRUE(write_file(paths_.rdma_file(), format_rdma_choice(options.plan.rdma)).ok());
+  auto model = lab_model(paths_);
+  ASSERT_TRUE(model.ok()) << model.error().what();
+  EXPECT_TRUE(model->rdma.rxe);
+
+  fake.calls.clear();
+  ASSERT_TRUE(lab_down(paths_, fake).ok());
+  EXPECT_TRUE(fake.rxe.empty());
+  auto at = [&](const std::string& call) {
+    return std::find(fake.calls.begin(), fake.calls.end(), call) - fake.calls.begin();
+  };
+  const auto unmount = at("remove " + paths_.run_dir());
+  ASSERT_LT(size_t(unmount), fake.calls.size());
+  for (const char* h : {"h1", "h2", "h3", "h4"}) {
+    const auto removed = at("remove " + paths_.rxe_name(h));
+    EXPECT_LT(removed, unmount) << h << "'s device must go before its namespace";
+  }
+}
+
+TEST(HostEnv, RanksUseTheirOwnRxeDeviceWhereTheLabHasOne) {
+  auto m = build_model(load(kSmallLeafSpine), 0);
+  ASSERT_TRUE(m.ok());
+  LabPaths paths;
+  paths.lab = "rd";
+  auto env_of = [&](const LabModel& model, const char* host) {
+    std::map<std::string, std::string> env;
+    for (const auto& [k, v] : node_context(model, paths, model.topo.find(host)).env) env[k] = v;
+    return env;
+  };
+  auto plain = env_of(*m, "h3");
+  EXPECT_EQ(plain["UCX_NET_DEVICES"], "eth0");
+  EXPECT_EQ(plain.count("NCCL_IB_HCA"), 0u);
+  EXPECT_EQ(plain.count("FABEMU_RDMA_DEVICE"), 0u);
+
+  m->rdma.rxe = true;
+  auto rdma = env_of(*m, "h3");
+  EXPECT_EQ(rdma["FABEMU_RDMA_DEVICE"], "fabemu-rd-h3");
+  EXPECT_EQ(rdma["NCCL_IB_HCA"], "=fabemu-rd-h3");  // exact: not h30's as well
+  EXPECT_EQ(rdma["NCCL_IB_GID_INDEX"], "1");
+  EXPECT_EQ(rdma["UCX_NET_DEVICES"], "fabemu-rd-h3:1");
+  EXPECT_EQ(rdma["NCCL_SOCKET_IFNAME"], "eth0");
+}
+
+TEST(Journal, RdmaEntriesRoundTrip) {
+  JournalFile j{"demo", 0, "", {{JournalEntry::Kind::Rdma, "fabemu-demo-h1"}}, true, false};
+  auto back = parse_journal(format_journal(j), "j");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->entries, j.entries);
+  EXPECT_NE(format_journal(j).find("\nrdma fabemu-demo-h1\n"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,223 @@
+// Soft-RoCE labs driven through the CLI: `up` decides from the kernel probe (and refuses `on`
+// where rxe cannot work, touching nothing), every host gets an rxe device named after it on
+// its NIC, perftest and ibv_rc_pingpong cross the fabric, `status` shows the counters move, and
+// `down` removes every device, also after `up` was killed half-way.
+#include <signal.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "apply/rdma.h"
+#include "doctor/rxe_support.h"
+#include "lab_fixture.h"
+
+namespace fabemu::itest {
+namespace {
+
+// 2 leaves x 2 hosts, 2 spines: h1, h2 on leaf1; h3, h4 on leaf2.
+std::string leaf_spine_4(const std::string& rdma) {
+  return "name: rdma\n"
+         "topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}\n"
+         "rdma: {enabled: " +
+         rdma + "}\n";
+}
+
+const std::string kDefaultScenario = kSourceDir + "/scenarios/default.yaml";
+
+// What `up` itself sees: the same verdict, from the same per-boot cache.
+const doctor::RxeSupport& rxe_here() {
+  static const doctor::RxeSupport s = doctor::rxe_support("/run/fabemu/rxe-probe");
+  return s;
+}
+
+std::string device_prefix(const std::string& lab) {
+  return "fabemu-" + lab + "-";
+}
+
+std::vector<std::string> lab_devices(const std::string& lab) {
+  return rdma_devices_named(device_prefix(lab));
+}
+
+// "10.64.0.5" -> the RoCEv2 GID sysfs shows for it: "0000:...:ffff:0a40:0005".
+std::string mapped_gid(const std::string& ipv4) {
+  unsigned a, b, c, d;
+  if (std::sscanf(ipv4.c_str(), "%u.%u.%u.%u", &a, &b, &c, &d) != 4) return "?";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", a, b, c, d);
+  return buf;
+}
+
+// A counter of one device in `status --json` ("rdma": {"devices": [...]}); -1 when absent.
+long long status_counter(const std::string& json, const std::string& device,
+                         const std::string& counter) {
+  std::smatch m;
+  const std::regex re("\"device\":\"" + device + "\"[^\\]]*?\"" + counter + "\":(\\d+)");
+  return std::regex_search(json, m, re) ? std::stoll(m[1].str()) : -1;
+}
+
+// GTEST_SKIP returns from the test only when written in it: hence macros.
+#define SKIP_WITHOUT_RXE() \
+  if (!rxe_here().usable)  \
+  GTEST_SKIP() << "no rxe between namespaces on this kernel: " << rxe_here().reason
+#define SKIP_WITH_RXE()                                                            \
+  if (rxe_here().usable)                                                           \
+  GTEST_SKIP() << "this kernel runs rxe between namespaces (" << rxe_here().reason \
+               << "): nothing to refuse"
+
+using RdmaTest = LabTest;
+
+// ---------------------------------------------------------------------------------------------
+// Kernels without rxe between namespaces (this machine: no RDMA at all; Debian 12's 6.1).
+
+TEST_F(RdmaTest, OnIsRefusedWithTheProbedReasonAndNothingIsMade) {
+  SKIP_WITH_RXE();
+  const std::string name = lab_name("ron");
+  const Snapshot before = Snapshot::take(name);
+  TempScenario scenario(leaf_spine_4("on"));
+  LabGuard lab(name);
+  Outcome o = lab.up(scenario.path());
+  EXPECT_EQ(o.status, 2) << o;
+  EXPECT_NE(o.err.find("rdma.enabled: on"), std::string::npos) << o;
+  EXPECT_NE(o.err.find(rxe_here().reason), std::string::npos) << o;
+  EXPECT_EQ(Snapshot::take(name), before);
+}
+
+TEST_F(RdmaTest, AutoComesUpWithoutRxeAndSaysWhy) {
+  SKIP_WITH_RXE();
+  TempScenario scenario(leaf_spine_4("auto"));
+  LabGuard lab(lab_name("rauto"));
+  Outcome o = lab.up(scenario.path());
+  ASSERT_EQ(o.status, 0) << o;
+  EXPECT_NE(o.out.find("rdma: auto: off (" + rxe_here().reason + ")"), std::string::npos) << o;
+  EXPECT_TRUE(lab_devices(lab.name()).empty());
+
+  Outcome status = fabemu({"status", lab.name()});
+  EXPECT_EQ(status.status, 0) << status;
+  EXPECT_NE(status.out.find("rdma: off (" + rxe_here().reason + ")"), std::string::npos) << status;
+  Outcome json = fabemu({"status", lab.name(), "--json"});
+  EXPECT_NE(json.out.find("\"rdma\":{\"mode\":\"off\""), std::string::npos) << json;
+
+  // Ranks are told nothing about RDMA; perftest needs rxe and says so.
+  Outcome env = lab.exec("h1", {"/usr/bin/env"});
+  EXPECT_EQ(env.out.find("FABEMU_RDMA_DEVICE"), std::string::npos) << env;
+  EXPECT_NE(env.out.find("UCX_NET_DEVICES=eth0"), std::string::npos) << env;
+  Outcome perf = fabemu({"perf", lab.name(), "h1", "h3", "--tool", "ib_write_bw"});
+  EXPECT_EQ(perf.status, 2) << perf;
+  EXPECT_NE(perf.err.find("needs soft-RoCE"), std::string::npos) << perf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels >= 7.1 (the VM lane).
+
+TEST_F(RdmaTest, EveryHostGetsItsDeviceAndPerftestCrossesTheFabric) {
+  SKIP_WITHOUT_RXE();
+  if (!find_tool("ib_write_bw")) GTEST_SKIP() << "ib_write_bw is not installed (perftest)";
+  const std::string name = lab_name("rperf");
+  const Snapshot before = Snapshot::take(name);
+  TempScenario scenario(leaf_spine_4("on"));
+  {
+    LabGuard lab(name);
+    Outcome up = lab.up(scenario.path());
+    ASSERT_EQ(up.status, 0) << up;
+    EXPECT_NE(up.out.find("rdma: rxe on 4 hosts"), std::string::npos) << up;
+
+    // One device per host, named after it, on its NIC, with the NIC's address as GID 1.
+    const std::vector<std::string> expected = {name + "-h1", name + "-h2", name + "-h3",
+                                               name + "-h4"};
+    std::vector<std::string> devices = lab_devices(name);
+    for (auto& d : devices) d = d.substr(std::string("fabemu-").size());
+    EXPECT_EQ(devices, expected);
+    Outcome json = fabemu({"status", name, "--json"});
+    ASSERT_EQ(json.status, 0) << json;
+    for (const auto& [host, address] : host_addresses(json.out)) {
+      const RdmaDeviceState s = read_rdma_device(device_prefix(name) + host);
+      ASSERT_TRUE(s.present) << host;
+      EXPECT_EQ(s.netdev, "eth0") << host;
+      EXPECT_EQ(s.state, "ACTIVE") << host;
+      EXPECT_EQ(s.gid1, mapped_gid(address)) << host << " " << address;
+      EXPECT_EQ(s.gid1_type, "RoCE v2") << host;
+    }
+    Outcome env = lab.exec("h3", {"/usr/bin/env"});
+    EXPECT_NE(env.out.find("FABEMU_RDMA_DEVICE=" + device_prefix(name) + "h3\n"), std::string::npos)
+        << env;
+    EXPECT_NE(env.out.find("UCX_NET_DEVICES=" + device_prefix(name) + "h3:1\n"), std::string::npos)
+        << env;
+
+    // h1 and h3 hang off different leaves: RC over RoCEv2 through a spine. 200 writes of 64 KiB
+    // (the default is 5000): soft-RoCE under an emulated CPU on a busy machine moves ~1-10 MB/s.
+    Outcome perf = fabemu(
+        {"perf", name, "h1", "h3", "--tool", "ib_write_bw", "--timeout", "150", "--", "-n", "200"},
+        180s);
+    ASSERT_EQ(perf.status, 0) << perf;
+    std::smatch m;
+    // " 65536      5000             123.45             120.01 ..." : bytes, iterations, peak, avg.
+    ASSERT_TRUE(std::regex_search(
+        perf.out, m, std::regex(R"(\n\s*65536\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+)")))
+        << perf;
+    const double average = std::stod(m[2].str());
+    EXPECT_GT(average, 0.0) << perf;
+    std::printf("ib_write_bw h1 -> h3 over rxe: %s MB/sec average (%s peak)\n", m[2].str().c_str(),
+                m[1].str().c_str());
+
+    // The counters moved on both ends.
+    json = fabemu({"status", name, "--json"});
+    ASSERT_EQ(json.status, 0) << json;
+    for (const char* host : {"h1", "h3"}) {
+      const std::string device = device_prefix(name) + host;
+      EXPECT_GT(status_counter(json.out, device, "sent_pkts"), 0) << device << "\n" << json.out;
+      EXPECT_GT(status_counter(json.out, device, "rcvd_pkts"), 0) << device << "\n" << json.out;
+    }
+    Outcome text = fabemu({"status", name});
+    EXPECT_NE(text.out.find("rdma: soft-RoCE (rxe) on 4 hosts"), std::string::npos) << text;
+
+    Outcome down = lab.down();
+    EXPECT_EQ(down.status, 0) << down;
+    EXPECT_EQ(lab_devices(name), std::vector<std::string>{});
+  }
+  EXPECT_EQ(Snapshot::take(name), before);
+}
+
+TEST_F(RdmaTest, AutoLabsGetRxeAndRcTrafficCrossesTheFabricOnTheirDevices) {
+  SKIP_WITHOUT_RXE();
+  const auto pingpong = find_tool("ibv_rc_pingpong");
+  if (!pingpong) GTEST_SKIP() << "ibv_rc_pingpong not installed (ibverbs-utils)";
+  LabGuard lab(lab_name("rpp"));
+  Outcome up = lab.up(kDefaultScenario);  // rdma: {enabled: auto}
+  ASSERT_EQ(up.status, 0) << up;
+  EXPECT_NE(up.out.find("rdma: rxe on 8 hosts"), std::string::npos) << up;
+  const std::string h1 = device_prefix(lab.name()) + "h1", h8 = device_prefix(lab.name()) + "h8";
+  ChildGuard server(spawn(
+      fabemu_argv({"exec", lab.name() + ":h8", "--", *pingpong, "-d", h8, "-g", "1", "-n", "10"})));
+  Outcome client;
+  for (int attempt = 0; attempt < 30; ++attempt) {  // until the server listens
+    std::this_thread::sleep_for(100ms);
+    client = lab.exec("h1", {*pingpong, "-d", h1, "-g", "1", "-n", "10", "h8"});
+    if (client.status == 0) break;
+  }
+  EXPECT_EQ(client.status, 0) << client;
+  EXPECT_EQ(server.wait(10s), std::optional<int>(0)) << "the server side did not finish cleanly";
+}
+
+TEST_F(RdmaTest, DownAfterUpWasKilledRemovesTheDevices) {
+  SKIP_WITHOUT_RXE();
+  const std::string name = lab_name("rcrash");
+  const Snapshot before = Snapshot::take(name);
+  TempScenario scenario(leaf_spine_4("on"));
+  LabGuard lab(name);
+  {
+    ChildGuard up(spawn(fabemu_argv({"up", scenario.path(), "--lab", name, "-q"})));
+    // Killed as soon as the first device exists: the others are half-made or not yet there.
+    const auto deadline = Clock::now() + 120s;
+    while (lab_devices(name).empty() && Clock::now() < deadline && !up.wait(0ms))
+      std::this_thread::sleep_for(1ms);
+    EXPECT_FALSE(lab_devices(name).empty()) << "`up` never made an rxe device";
+  }  // SIGKILL
+  Outcome down = fabemu({"down", name});
+  EXPECT_EQ(down.status, 0) << down;
+  EXPECT_EQ(lab_devices(name), std::vector<std::string>{});
+  EXPECT_EQ(Snapshot::take(name), before);
+}
+
+}  // namespace
+}  // namespace fabemu::itest
