@@ -111,11 +111,18 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
       FABEMU_TRY(shaper->set(port.ifindex, port.shape, port.seed, port.policer));
       // Deeper queues or longer delays than fq was sized for: grow its limits (it keeps its
       // packets); the program stays attached.
-      if (port.fq && !(*port.fq == fq_params_for(c.before))) {
+      const bool grow_fq = port.fq && !(*port.fq == fq_params_for(c.before));
+      // htb follows the rate: a new class rate (queued packets stay), htb added to a port that
+      // had no rate, removed from one that has none now.
+      const auto htb_before = mode->htb ? htb_params_for(c.before) : std::nullopt;
+      if (grow_fq || port.htb != htb_before) {
         FABEMU_TRY(run_in_netns(netns, [&]() -> Result<void> {
           auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, std::chrono::seconds(30));
           if (!rtnl) return rtnl.error();
-          return replace_root_fq(*rtnl, static_cast<int>(port.ifindex), *port.fq);
+          const int ifindex = static_cast<int>(port.ifindex);
+          if (grow_fq) return replace_root_fq(*rtnl, ifindex, *port.fq);
+          if (!port.htb) return remove_root_qdisc(*rtnl, ifindex);
+          return replace_root_htb(*rtnl, ifindex, *port.htb, htb_before.has_value());
         }));
       }
     }

@@ -35,7 +35,16 @@ struct LinkSetArgs {
   bool accept_degraded = false;
 };
 
+// `perf LAB SERVER CLIENT --tool ib_write_bw -- EXTRA...`
+struct PerfArgs {
+  std::string lab, server, client;
+  std::string tool = "ib_write_bw";  // ib_{write,read,send}_bw, ib_{write,send}_lat, ucx_perftest
+  int timeout_s = 60;
+  std::vector<std::string> extra;  // passed on to the tool
+};
+
 int cmd_up(const UpArgs& args, const LabPaths& base);
+int cmd_perf(const PerfArgs& args, const LabPaths& base);
 int cmd_link_set(const LinkSetArgs& args, const LabPaths& base);
 int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base);
 int cmd_status(const std::string& lab, bool json, const LabPaths& base);
@@ -43,6 +52,9 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector
              const LabPaths& base);
 int cmd_doctor(bool json);
 int cmd_run(const UpArgs& args, bool keep, const LabPaths& base);
+int cmd_predict(const std::string& lab, const std::string& transport, const LabPaths& base);
+// mpirun's remote shell: runs the words, joined, by /bin/sh inside the host, as sshd would.
+int cmd_rsh(const std::vector<std::string>& args);
 
 // Shared helpers.
 void print_error(const std::string& message);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "apply/cgroup.h"
@@ -12,7 +13,9 @@
 #include "apply/lab.h"
 #include "apply/netns.h"
 #include "cli/commands.h"
+#include "doctor/rxe_support.h"
 #include "runtime/reachability.h"
+#include "runtime/workload.h"
 #include "scenario/loader.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
@@ -42,9 +45,6 @@ Progress terminal_progress(bool quiet) {
 std::optional<std::string> unsupported(const Scenario& s, const LabModel& m) {
   if (s.fabric.switch_kind != SwitchKind::Router)
     return "fabric.switch: only 'router' switches are implemented in this version";
-  if (s.rdma == RdmaMode::On)
-    return "rdma.enabled: on: soft-RoCE (rxe) hosts are not implemented in this version; use "
-           "auto or off";
   bool limits = false;
   for (const auto& n : m.topo.nodes) limits |= !n.limits.empty();
   if (limits && !detect_cgroups().usable())
@@ -61,13 +61,23 @@ std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
     out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
                   " ports: eBPF departure times released by fq (rate, delay, jitter, loss, "
                   "queue, ECN)");
+  else if (mode.htb)
+    out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
+                  " ports: this kernel has no fq (" + mode.no_fq_reason +
+                  "), so htb holds each link's rate in a real queue and eBPF adds loss, tail drop "
+                  "and ECN, but no delay or jitter is added");
   else
     out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
                   " ports as a POLICER: this kernel has no fq (" + mode.no_fq_reason +
                   "), so rate, loss, queue and ECN hold but no delay or jitter is added; TCP "
                   "through a link policed below what the CPU carries gets far less than its "
                   "rate (nothing paces it)");
-  if (s.rdma == RdmaMode::Auto) out.push_back("rdma: auto: no rxe devices (not implemented yet)");
+  if (up.plan.rxe_devices)
+    out.push_back("rdma: rxe on " + std::to_string(up.plan.rxe_devices) +
+                  " hosts (fabemu-LAB-HOST on each host's NIC, RoCEv2 GID index 1); `fabemu "
+                  "perf` runs perftest between two");
+  else if (s.rdma == RdmaMode::Auto)
+    out.push_back("rdma: auto: off (" + mode.rdma.why_not + ")");
   return out;
 }
 
@@ -79,7 +89,36 @@ struct Prepared {
   PlanOptions plan;
 };
 
-// fq or policer. Probing needs root (a throwaway namespace); a dry run without root plans fq.
+// fq, else htb + policer, else the policer alone. Probing needs root (a throwaway namespace);
+// a dry run without root plans fq.
+// rxe on the hosts or not, and why; the text of a refusal when the scenario says `on` and the
+// kernel cannot. Probing needs root: without it (a dry run) `on` is planned as asked and
+// `auto` follows an earlier verdict of this boot, if there is one.
+std::optional<std::string> choose_rdma(const Scenario& s, const LabPaths& paths, RdmaChoice& out) {
+  if (s.rdma == RdmaMode::Off) {
+    out = {false, "rdma.enabled: off"};
+    return std::nullopt;
+  }
+  const auto support = ::geteuid() == 0
+                           ? std::optional(doctor::rxe_support(paths.rxe_probe_cache()))
+                           : doctor::cached_rxe_support(paths.rxe_probe_cache());
+  if (!support) {
+    out = {s.rdma == RdmaMode::On, "not probed (needs root)"};
+    return std::nullopt;
+  }
+  if (support->usable) {
+    out = {true, ""};
+    return std::nullopt;
+  }
+  if (s.rdma == RdmaMode::On)
+    return "rdma.enabled: on, but soft-RoCE cannot work between this kernel's namespaces: " +
+           support->reason +
+           ". Use rdma: {enabled: auto} (or off), or a kernel >= 7.1 with rdma_rxe "
+           "(./scripts/vm-run runs one)";
+  out = {false, support->reason};
+  return std::nullopt;
+}
+
 PlanOptions probe_shaping_mode() {
   PlanOptions o;
   o.rps_mask = cpu_mask(static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_CONF))));
@@ -87,6 +126,7 @@ PlanOptions probe_shaping_mode() {
   if (auto r = probe_fq(); !r) {
     o.fq = false;
     o.no_fq_reason = "sch_fq: " + r.error().what();
+    o.htb = static_cast<bool>(probe_htb());
   }
   return o;
 }
@@ -119,7 +159,25 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
     return kExitBadInput;
   }
   p.model = std::move(*model);
+  if (const std::string& cc = p.scenario.hosts.tcp_congestion; !cc.empty()) {
+    // Refused here rather than half-way through `up`: a namespace may only pick what the
+    // machine's administrator allowed (net.ipv4.tcp_allowed_congestion_control).
+    auto allowed = read_file("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
+    std::string list = allowed ? *allowed : "";
+    while (!list.empty() && list.back() == '\n') list.pop_back();
+    if (allowed && (" " + list + " ").find(" " + cc + " ") == std::string::npos) {
+      print_error(p.scenario.file + ": hosts.tcp_congestion: '" + cc +
+                  "' is not allowed in network namespaces on this machine (allowed: " + list +
+                  "; the administrator adds one with sysctl "
+                  "net.ipv4.tcp_allowed_congestion_control)");
+      return kExitBadInput;
+    }
+  }
   p.plan = probe_shaping_mode();
+  if (auto refusal = choose_rdma(p.scenario, p.paths, p.plan.rdma)) {
+    print_error(p.scenario.file + ": " + *refusal);
+    return kExitBadInput;
+  }
   if (auto need = needs_fq(p.model); !p.plan.fq && !need.empty() && !args.accept_degraded) {
     std::string msg = p.scenario.file + ": links: " + need.front();
     if (need.size() > 1) msg += " (and " + std::to_string(need.size() - 1) + " more directions)";
@@ -221,6 +279,31 @@ int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& 
   return code == kExitNoLab && labs.size() > 1 ? kExitFailed : code;
 }
 
+namespace {
+
+// Where the workload's programs are: fabemu-collective beside this binary (installed) or in
+// the build tree's collective/ directory.
+WorkloadOptions workload_options(const std::string& scenario_file) {
+  WorkloadOptions o;
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  o.fabemu = n > 0 ? std::string(self, static_cast<size_t>(n)) : "fabemu";
+  const std::string dir = o.fabemu.substr(0, o.fabemu.rfind('/') + 1);
+  o.collective = dir + "fabemu-collective";
+  if (!path_exists(o.collective) && path_exists(dir + "collective/fabemu-collective"))
+    o.collective = dir + "collective/fabemu-collective";
+  const size_t slash = scenario_file.rfind('/');
+  o.scenario_dir = slash == std::string::npos ? "." : scenario_file.substr(0, slash);
+  if (o.scenario_dir.empty()) o.scenario_dir = "/";
+  if (char* real = ::realpath(o.scenario_dir.c_str(), nullptr)) {
+    o.scenario_dir = real;
+    std::free(real);
+  }
+  return o;
+}
+
+}  // namespace
+
 int cmd_run(const UpArgs& args, bool keep, const LabPaths& base) {
   std::optional<UpResult> up;
   LabPaths paths;
@@ -247,14 +330,21 @@ int cmd_run(const UpArgs& args, bool keep, const LabPaths& base) {
                     m.topo.nodes[pr.dst].name.c_str());
     if (reach->answered() != total) code = kExitFailed;
   }
-  for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
-    const auto& w = m.scenario.workload[i];
-    std::string what = std::holds_alternative<CollectiveStep>(w.step)
-                           ? std::get<CollectiveStep>(w.step).collective + " (" +
-                                 std::get<CollectiveStep>(w.step).library + ")"
-                           : "exec";
-    std::printf("workload[%zu] %s: not run: workloads are not implemented in this version\n", i,
-                what.c_str());
+  if (code == kExitOk && !m.scenario.workload.empty()) {
+    const WorkloadOptions wo = workload_options(m.scenario.file);
+    for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
+      std::fflush(stdout);
+      const StepResult r = run_step(m, paths, i, wo);
+      if (r.ok) {
+        std::printf("%s: ok in %.1f s\n", r.title.c_str(), r.seconds);
+        if (!r.note.empty()) std::printf("  note: %s\n", r.note.c_str());
+      } else {
+        std::printf("%s: FAILED after %.1f s: %s\n", r.title.c_str(), r.seconds, r.failure.c_str());
+        code = kExitFailed;
+      }
+    }
+  } else if (code != kExitOk && !m.scenario.workload.empty()) {
+    std::printf("workload not run: the fabric failed its reachability check\n");
   }
   if (keep) {
     std::printf("lab %s left up (--keep); `fabemu down %s` removes it\n", paths.lab.c_str(),

@@ -6,6 +6,10 @@
 using namespace fabemu;
 
 int main(int argc, char** argv) {
+  // mpirun's rsh agent: `fabemu rsh [--run-dir DIR] LAB HOST WORDS...`, parsed by hand because
+  // the words are a remote command line full of options of its own.
+  if (argc >= 2 && std::string_view(argv[1]) == "rsh")
+    return cli::cmd_rsh(std::vector<std::string>(argv + 2, argv + argc));
   CLI::App app{
       "fabemu: emulate an AI cluster fabric in the kernel (namespaces, routed Clos, ECMP).\n"
       "Exit codes: 0 ok, 1 failed, 2 bad input, 3 no such lab, 4 needs root; `exec` returns "
@@ -79,6 +83,32 @@ int main(int argc, char** argv) {
                      "On a policer lab (no fq), set the rest even though delay/jitter are not "
                      "added");
 
+  cli::PerfArgs perf;
+  auto* perf_cmd = app.add_subcommand(
+      "perf",
+      "Benchmark between two hosts: perftest over their rxe devices (server started first, "
+      "client against its address), or ucx_perftest: perf LAB SERVER CLIENT [-- TOOL ARGS]");
+  perf_cmd->add_option("lab", perf.lab, "Lab name")->required();
+  perf_cmd->add_option("server", perf.server, "Host running the server side")->required();
+  perf_cmd->add_option("client", perf.client, "Host running the client side")->required();
+  perf_cmd
+      ->add_option("--tool", perf.tool,
+                   "ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_send_lat or "
+                   "ucx_perftest")
+      ->capture_default_str();
+  perf_cmd->add_option("--timeout", perf.timeout_s, "Seconds for the whole run")
+      ->capture_default_str();
+  perf_cmd->add_option("extra", perf.extra, "More arguments for the tool, after --");
+
+  std::string predict_lab, predict_transport = "tcp";
+  auto* predict_cmd = app.add_subcommand(
+      "predict",
+      "The link model's prediction for each collective (Gloo's algorithms over the fabric's "
+      "routes and current link shapes), as JSON for fabemu-collective --predict");
+  predict_cmd->add_option("lab", predict_lab, "Lab name")->required();
+  predict_cmd->add_option("--transport", predict_transport, "tcp or ibverbs")
+      ->capture_default_str();
+
   bool doctor_json = false;
   auto* doctor_cmd = app.add_subcommand("doctor", "What this kernel and machine can emulate");
   doctor_cmd->add_flag("--json", doctor_json, "Machine-readable output");
@@ -107,6 +137,9 @@ int main(int argc, char** argv) {
   if (!exec_argv.empty() && exec_argv.front() == "--") exec_argv.erase(exec_argv.begin());
   if (exec_cmd->parsed()) return cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_argv, base);
   if (doctor_cmd->parsed()) return cli::cmd_doctor(doctor_json);
+  if (predict_cmd->parsed()) return cli::cmd_predict(predict_lab, predict_transport, base);
+  if (!perf.extra.empty() && perf.extra.front() == "--") perf.extra.erase(perf.extra.begin());
+  if (perf_cmd->parsed()) return cli::cmd_perf(perf, base);
   if (reorder || no_reorder) link.reorder = reorder;
   if (link_down->parsed()) link.down = true;
   if (link_up->parsed()) link.down = false;

@@ -9,6 +9,7 @@
 #include "apply/lab.h"
 #include "apply/link_control.h"
 #include "cli/commands.h"
+#include "cli/rdma_status.h"
 #include "doctor/probe.h"
 #include "runtime/spawn.h"
 #include "util/json.h"
@@ -77,6 +78,9 @@ std::string mode_text(const std::optional<LinkModelState>& lm, const std::string
   if (lm->mode.fq)
     return "eBPF + fq (EDT) on " + std::to_string(shaped) +
            " ports: rate, delay, jitter, loss, queue, ECN enforced";
+  if (lm->mode.htb)
+    return "eBPF + htb on " + std::to_string(shaped) + " ports (" + lm->mode.no_fq_reason +
+           "): rate (htb queue), loss, queue, ECN enforced; delay and jitter NOT added";
   return "eBPF POLICER on " + std::to_string(shaped) + " ports (" + lm->mode.no_fq_reason +
          "): rate, loss, queue, ECN enforced; delay and jitter NOT added";
 }
@@ -150,7 +154,7 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
     j.field("pool", model->addresses.pool.str());
     j.key("link_model").begin_object();
     if (lm) {
-      j.field("mode", lm->mode.fq ? "fq" : "policer");
+      j.field("mode", lm->mode.fq ? "fq" : lm->mode.htb ? "htb" : "policer");
       if (!lm->mode.fq) j.field("reason", lm->mode.no_fq_reason);
       // queue_delay_hist[i] counts waits below this many ns (the last bucket: everything else).
       j.key("queue_delay_hist_upper_ns").begin_array();
@@ -205,7 +209,9 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
         }
       j.end_object();
     }
-    j.end_array().end_object();
+    j.end_array();
+    rdma_status_json(j, *model, paths);
+    j.end_object();
     std::printf("%s\n", j.str().c_str());
     return missing.empty() ? kExitOk : kExitFailed;
   }
@@ -243,7 +249,7 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
       auto num = [](uint64_t v) { return static_cast<unsigned long long>(v); };
       std::string shape = d && d->shaped ? shape_text(d->shape) : "(unshaped)";
       if (d && d->shaped && !lm->mode.fq && (d->shape.delay_ns || d->shape.jitter_ns))
-        shape += " [policer: no delay/jitter]";
+        shape += " [no fq: no delay/jitter]";
       const std::string qd = d && d->counters.packets
                                  ? "<" + format_time_ns(queue_delay_quantile(d->counters, 0.99))
                                  : "-";
@@ -257,6 +263,7 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
                   qd.c_str(), shape.c_str());
     }
   }
+  print_rdma_status(*model, paths);
   return missing.empty() ? kExitOk : kExitFailed;
 }
 
@@ -289,7 +296,9 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector
   }
   std::vector<NodeContext> nodes;
   for (int h : model->topo.hosts()) nodes.push_back(node_context(*model, paths, h));
-  auto exits = run_in_nodes(nodes, argv, !no_tag);
+  RunOptions run;
+  run.tag = !no_tag;
+  auto exits = run_in_nodes(nodes, argv, run);
   if (!exits) {
     print_error(exits.error().what());
     return kExitFailed;
@@ -312,6 +321,35 @@ int cmd_doctor(bool json) {
   else
     std::printf("%s", format_doctor_table(kernel, probes).c_str());
   return kExitOk;
+}
+
+int cmd_rsh(const std::vector<std::string>& args) {
+  LabPaths paths;
+  size_t at = 0;
+  if (args.size() > 1 && args[0] == "--run-dir") {
+    paths.run_root = args[1];
+    at = 2;
+  }
+  if (args.size() < at + 3) {
+    print_error("rsh: usage: fabemu rsh [--run-dir DIR] LAB HOST COMMAND... (mpirun's agent)");
+    return kExitBadInput;
+  }
+  paths.lab = args[at];
+  auto model = lab_model(paths);
+  if (!model) {
+    print_error(model.error().what());
+    return errno_of(model.error()) == ENOENT ? kExitNoLab : kExitFailed;
+  }
+  const int id = model->topo.find(args[at + 1]);
+  if (id < 0 || model->topo.nodes[id].role != Role::Host) {
+    print_error("rsh: lab " + paths.lab + " has no host named '" + args[at + 1] + "'");
+    return kExitBadInput;
+  }
+  std::string command;
+  for (size_t i = at + 2; i < args.size(); ++i) command += (command.empty() ? "" : " ") + args[i];
+  Error e = exec_in_node(node_context(*model, paths, id), {"/bin/sh", "-c", command});
+  print_error(e.what());
+  return 127;
 }
 
 }  // namespace fabemu::cli

@@ -23,6 +23,9 @@ struct LabPaths {
   std::string journal() const { return run_dir() + "/journal"; }
   std::string scenario_copy() const { return run_dir() + "/scenario.yaml"; }
   std::string shaping_file() const { return run_dir() + "/shaping"; }
+  std::string rdma_file() const { return run_dir() + "/rdma"; }  // rxe or off <why>
+  // Whether rxe carries traffic between namespaces on this kernel, probed once per boot.
+  std::string rxe_probe_cache() const { return run_root + "/rxe-probe"; }
   std::string ns_name(const std::string& node) const {
     return std::string(kPrefix) + "-" + lab + "-" + node;
   }
@@ -40,6 +43,14 @@ struct LabPaths {
   std::string pin_dir() const { return lab_pin_dir(lab, bpffs_root); }
   std::string tmp_dir() const { return run_dir() + "/tmp"; }
   std::string host_tmp(const std::string& node) const { return tmp_dir() + "/" + node; }
+  // Shared by every host of the lab (the hosts' own /tmp is private): rendezvous files of
+  // collectives, workload outputs.
+  std::string shared_dir() const { return run_dir() + "/shared"; }
+  // RDMA device names are global (not per namespace): the lab and host in the name keep them
+  // apart and tell users whose they are.
+  std::string rxe_name(const std::string& host) const {
+    return std::string(kPrefix) + "-" + lab + "-" + host;
+  }
 };
 
 }  // namespace fabemu

@@ -25,8 +25,9 @@ Result<LabModel> build_model(const Scenario& scenario, int pool) {
 
 namespace {
 
-void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const FabricSpec& fabric,
+void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Scenario& s,
                  const PlanOptions& options) {
+  const FabricSpec& fabric = s.fabric;
   auto set = [&](std::string key, std::string value, bool optional = false) {
     plan.actions.push_back(SetSysctl{ns, std::move(key), std::move(value), optional});
   };
@@ -41,6 +42,8 @@ void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Fabr
   // Multi-homed hosts (rail-optimized) receive on one NIC for an address of another.
   set("net/ipv4/conf/all/rp_filter", "0");
   set("net/ipv4/conf/default/rp_filter", "0");
+  if (node.role == Role::Host && !s.hosts.tcp_congestion.empty())
+    set("net/ipv4/tcp_congestion_control", s.hosts.tcp_congestion);
   if (node.role == Role::Switch) {
     set("net/ipv4/ip_forward", "1");
     // Per namespace and 0 (L3) in a new one: without this every flow between two hosts
@@ -108,6 +111,7 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   p.shape = shape;
   p.policer = !options.fq;
   if (options.fq) p.fq = fq_params_for(shape);
+  if (!options.fq && options.htb) p.htb = htb_params_for(shape);
   return p;
 }
 
@@ -115,18 +119,44 @@ std::string format_shaping_mode(const PlanOptions& o) {
   if (o.fq) return "fq\n";
   std::string why = o.no_fq_reason;
   std::replace(why.begin(), why.end(), '\n', ' ');
-  return "policer " + why + "\n";
+  return (o.htb ? "htb " : "policer ") + why + "\n";
 }
 
 Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::string& path) {
   PlanOptions o;
   if (text.rfind("fq", 0) == 0) return o;
-  if (text.rfind("policer", 0) != 0)
+  o.htb = text.rfind("htb", 0) == 0;
+  if (!o.htb && text.rfind("policer", 0) != 0)
     return make_error(path + ": not a shaping mode: " + text, EINVAL);
   o.fq = false;
-  o.no_fq_reason = text.size() > 8 ? text.substr(8) : "";
+  const size_t word = o.htb ? 4 : 8;
+  o.no_fq_reason = text.size() > word ? text.substr(word) : "";
   while (!o.no_fq_reason.empty() && o.no_fq_reason.back() == '\n') o.no_fq_reason.pop_back();
   return o;
+}
+
+std::string format_rdma_choice(const RdmaChoice& c) {
+  if (c.rxe) return "rxe\n";
+  std::string why = c.why_not;
+  std::replace(why.begin(), why.end(), '\n', ' ');
+  return "off " + why + "\n";
+}
+
+Result<RdmaChoice> parse_rdma_choice(const std::string& text, const std::string& path) {
+  RdmaChoice c;
+  if (text.rfind("rxe", 0) == 0) {
+    c.rxe = true;
+    return c;
+  }
+  if (text.rfind("off", 0) != 0) return make_error(path + ": not an rdma choice: " + text, EINVAL);
+  c.why_not = text.size() > 4 ? text.substr(4) : "";
+  while (!c.why_not.empty() && c.why_not.back() == '\n') c.why_not.pop_back();
+  return c;
+}
+
+std::string host_nic(const Topology& t, int host) {
+  const auto links = t.links_of(host);
+  return links.empty() ? "" : t.links[links.front()].end(host).ifname;
 }
 
 std::vector<std::string> needs_fq(const LabModel& m) {
@@ -156,6 +186,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   plan.actions.push_back(MakeDir{paths.netns_dir});
   plan.actions.push_back(MakeDir{paths.uts_dir()});
   plan.actions.push_back(MakeDir{paths.tmp_dir()});
+  plan.actions.push_back(MakeDir{paths.shared_dir()});
   plan.actions.push_back(MakeDir{paths.etc_dir()});
 
   for (const Node& n : t.nodes) {
@@ -168,7 +199,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     plan.actions.push_back(
         CreateNamespace{ns, paths.netns_pin(n.name), host ? paths.uts_path(n.name) : "", n.name});
     plan.actions.push_back(MakeSymlink{paths.netns_pin(n.name), paths.netns_path(n.name)});
-    add_sysctls(plan, ns, n, m.scenario.fabric, options);
+    add_sysctls(plan, ns, n, m.scenario, options);
     plan.actions.push_back(SetLinkUp{ns, "lo"});
     ++plan.namespaces;
   }
@@ -211,6 +242,18 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
       ++plan.routes;
     }
   }
+
+  // Soft-RoCE on each host's NIC once it is up with its address (the RoCEv2 GID of index 1
+  // is that address). The devices' names are global, hence journalled: `down` deletes them
+  // before the namespaces go.
+  if (options.rdma.rxe)
+    for (int h : t.hosts()) {
+      const std::string& name = t.nodes[h].name;
+      plan.journal.push_back({K::Rdma, paths.rxe_name(name)});
+      plan.actions.push_back(CreateRxe{paths.ns_name(name), host_nic(t, h), paths.rxe_name(name)});
+      ++plan.rxe_devices;
+    }
+  plan.actions.push_back(WriteFile{paths.rdma_file(), format_rdma_choice(options.rdma)});
 
   // The link model, once every port exists and is up. Its maps outlive this process, pinned
   // in bpffs; the program lives as long as some port holds it. Loaded in every lab, so that
@@ -292,6 +335,9 @@ std::string describe(const Action& action) {
       std::string s = "shape " + a.direction + " at " + a.ifname + " in " + a.ns + ": " +
                       (a.shape.empty() ? "unlimited" : a.shape.str());
       return s + (a.policer ? " (policer, no fq)" : " (fq)");
+    }
+    std::string operator()(const CreateRxe& a) const {
+      return "create rxe device " + a.name + " on " + a.netdev + " in " + a.ns;
     }
   } visitor;
   return std::visit(visitor, action);

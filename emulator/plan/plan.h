@@ -69,8 +69,9 @@ struct ShapePort {
   std::string direction;  // "leaf1>spine2"
   LinkShape shape;
   uint64_t seed = 0;
-  bool policer = false;        // no fq: police a virtual queue, add no delay
-  std::optional<FqParams> fq;  // unset with the policer
+  bool policer = false;          // no fq: police a virtual queue, add no delay
+  std::optional<FqParams> fq;    // unset with the policer
+  std::optional<HtbParams> htb;  // policer with htb holding the rate (when the shape has one)
 };
 
 struct AddAddress {
@@ -111,8 +112,17 @@ struct CreateCgroup {
   HostLimits limits;
 };
 
-using Action = std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, AddAddress, AddRoute,
-                            WriteFile, MakeDir, MakeSymlink, CreateCgroup, LoadShaper, ShapePort>;
+// A soft-RoCE device on a host's fabric NIC, created inside the host's namespace (rxe looks
+// the netdev up and opens its UDP socket there). Its name is global: LabPaths::rxe_name.
+struct CreateRxe {
+  std::string ns;
+  std::string netdev;
+  std::string name;
+};
+
+using Action =
+    std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, AddAddress, AddRoute, WriteFile,
+                 MakeDir, MakeSymlink, CreateCgroup, LoadShaper, ShapePort, CreateRxe>;
 
 std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 
@@ -121,8 +131,9 @@ std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 struct JournalEntry {
   // Mount: the lab's run dir tmpfs; Path: a file, symlink or directory tree;
   // Netns/Uts: a pinned namespace (inside the run dir: it goes with its unmount);
-  // Pins: a bpffs directory of pinned maps.
-  enum class Kind { Mount, Path, Netns, Uts, Cgroup, Pins } kind;
+  // Pins: a bpffs directory of pinned maps; Rdma: an RDMA device by name (global, so it is
+  // deleted before the namespaces go).
+  enum class Kind { Mount, Path, Netns, Uts, Cgroup, Pins, Rdma } kind;
   std::string path;
   bool operator==(const JournalEntry&) const = default;
 };
@@ -134,22 +145,39 @@ struct Plan {
   std::vector<Action> actions;
   int namespaces = 0, veths = 0, routes = 0;  // for progress and reports
   int shaped_ports = 0;
+  int rxe_devices = 0;
 };
+
+// Whether the hosts get soft-RoCE (rxe) devices: the scenario's rdma.enabled against what the
+// kernel can do (probed by the caller). Kept in the lab's run dir (LabPaths::rdma_file) as
+// "rxe" or "off <why>".
+struct RdmaChoice {
+  bool rxe = false;
+  std::string why_not;  // "rdma.enabled: off", "auto: this kernel has no rdma_rxe (...)"
+};
+std::string format_rdma_choice(const RdmaChoice& choice);
+Result<RdmaChoice> parse_rdma_choice(const std::string& text, const std::string& path);
+
+// The NIC a host reaches the fabric through (its first link): where its rxe device sits and
+// what *_SOCKET_IFNAME name.
+std::string host_nic(const Topology& t, int host);
 
 // What the running kernel lets the link model do (probed by the caller: plans are pure).
 struct PlanOptions {
   bool fq = true;  // sch_fq exists: departure times (delay, jitter, exact rate); else policer
   std::string no_fq_reason;  // what the probe saw, for `status`
+  bool htb = false;          // without fq: sch_htb exists and holds each port's rate
   // Every CPU as a hex cpumask ("3", "ff,ffffffff"): receive steering for the lab's ports, so
   // that a flow is never reordered between CPUs. Empty: leave RPS off.
   std::string rps_mask;
+  RdmaChoice rdma;  // soft-RoCE on the hosts, as `up` decided
 };
 
 // The hex cpumask of CPUs 0..n-1 in the kernel's format (32-bit groups joined by commas).
 std::string cpu_mask(int cpus);
 
-// The mode a lab was built with, kept in its run dir (LabPaths::shaping_file): "fq" or
-// "policer <reason>".
+// The mode a lab was built with, kept in its run dir (LabPaths::shaping_file): "fq",
+// "htb <why no fq>" or "policer <why no fq>".
 std::string format_shaping_mode(const PlanOptions& options);
 Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::string& path);
 
@@ -168,6 +196,9 @@ struct LabModel {
   Topology topo;
   AddressPlan addresses;
   std::vector<std::vector<Route>> routes;
+  // Not part of the pure model: what `up` decided, read back from the run dir by lab_model()
+  // (build_model leaves it off), so that `exec` and workloads see the hosts' rxe devices.
+  RdmaChoice rdma;
 };
 
 // Scenario -> topology -> addresses -> routes, all pure.

@@ -12,7 +12,9 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
   c.host = n.role == Role::Host;
   c.netns_path = paths.netns_path(n.name);
   c.etc_dir = paths.etc_dir();
-  c.env = {{"FABEMU_LAB", paths.lab}, {"FABEMU_NODE", n.name}};
+  c.env = {{"FABEMU_LAB", paths.lab},
+           {"FABEMU_NODE", n.name},
+           {"FABEMU_SHARED_DIR", paths.shared_dir()}};
   std::string ifnames;
   for (int l : t.links_of(id)) ifnames += (ifnames.empty() ? "" : ",") + t.links[l].end(id).ifname;
   c.env.push_back({"FABEMU_IFNAMES", ifnames});
@@ -23,6 +25,8 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
   if (!n.limits.empty()) c.cgroup = std::string(kPrefix) + "/" + paths.lab + "/" + n.name;
   const auto hosts = t.hosts();
   const std::string primary = t.links[t.links_of(id).front()].end(id).ifname;
+  // UCX on the rxe device's port 1 when the lab has one, else on the NIC.
+  const std::string ucx_devices = m.rdma.rxe ? paths.rxe_name(n.name) + ":1" : primary;
   c.env.insert(c.env.end(), {
                                 {"RANK", std::to_string(n.rank)},
                                 {"WORLD_SIZE", std::to_string(hosts.size())},
@@ -33,11 +37,18 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
                                 {"FABEMU_ADDR", m.addresses.host_address(t, id).str()},
                                 {"GLOO_SOCKET_IFNAME", primary},
                                 {"NCCL_SOCKET_IFNAME", primary},
-                                {"UCX_NET_DEVICES", primary},
+                                {"UCX_NET_DEVICES", ucx_devices},
                                 {"OMPI_MCA_btl_tcp_if_include", primary},
                                 {"OMPI_MCA_oob_tcp_if_include", primary},
                                 {"TMPDIR", "/tmp"},
                             });
+  // Soft-RoCE: the host's own rxe device (names are global, every host sees all of them) and
+  // GID index 1, its RoCEv2 entry with the NIC's IPv4 address. NCCL matches NCCL_IB_HCA as a
+  // prefix (h1 would take h10's too) unless it starts with '='.
+  if (m.rdma.rxe)
+    c.env.insert(c.env.end(), {{"NCCL_IB_HCA", "=" + paths.rxe_name(n.name)},
+                               {"NCCL_IB_GID_INDEX", "1"},
+                               {"FABEMU_RDMA_DEVICE", paths.rxe_name(n.name)}});
   return c;
 }
 

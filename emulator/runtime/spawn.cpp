@@ -91,7 +91,14 @@ Error exec_in_node(const NodeContext& c, const std::vector<std::string>& argv) {
 }
 
 Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes,
-                                           const std::vector<std::string>& argv, bool tag) {
+                                           const std::vector<std::string>& argv,
+                                           const RunOptions& options) {
+  const bool tag = options.tag;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + options.timeout;
+  const bool bounded = options.timeout.count() > 0;
+  bool timed_out = false;
+  auto killed_at = Clock::time_point::max();
   if (argv.empty()) return make_error("no command given", EINVAL);
   size_t width = 0;
   for (const auto& n : nodes) width = std::max(width, n.node.size());
@@ -110,13 +117,20 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
     pid_t pid = ::fork();
     if (pid < 0) return errno_error("forking for " + n.node);
     if (pid == 0) {
+      ::setpgid(0, 0);  // the whole tree (mpirun's daemons too) goes at the deadline
       ::dup2(wr.get(), STDOUT_FILENO);
       ::dup2(wr.get(), STDERR_FILENO);
+      if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) {
+        std::string msg = "fabemu exec: cannot enter " + options.cwd + "\n";
+        (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+        ::_exit(127);
+      }
       Error e = exec_in_node(n, argv);
       std::string msg = "fabemu exec: " + e.what() + "\n";
       (void)!::write(STDERR_FILENO, msg.data(), msg.size());
       ::_exit(127);
     }
+    ::setpgid(pid, pid);  // also here: no race with the first kill
     std::string t = tag ? "[" + n.node + std::string(width - n.node.size(), ' ') + "] " : "";
     children.push_back(Child{pid, std::move(rd), "", t});
   }
@@ -136,12 +150,29 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
   while (open > 0) {
     if (g_signal && g_signal != forwarded) {
       forwarded = g_signal;
-      for (auto& c : children) ::kill(c.pid, forwarded);
+      for (auto& c : children) ::kill(-c.pid, forwarded);
+    }
+    const auto now = Clock::now();
+    if (bounded && !timed_out && now >= deadline) {
+      timed_out = true;
+      killed_at = now + std::chrono::seconds(3);
+      for (auto& c : children) ::kill(-c.pid, SIGTERM);
+    }
+    if (timed_out && now >= killed_at) {
+      for (auto& c : children) ::kill(-c.pid, SIGKILL);
+      killed_at = Clock::time_point::max();
+    }
+    int wait_ms = -1;
+    if (bounded) {
+      const auto next = timed_out ? killed_at : deadline;
+      if (next != Clock::time_point::max())
+        wait_ms = static_cast<int>(std::max<int64_t>(
+            0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
     }
     pfds.clear();
     for (auto& c : children)
       if (c.out.valid()) pfds.push_back({c.out.get(), POLLIN, 0});
-    if (::poll(pfds.data(), pfds.size(), -1) < 0) {
+    if (::poll(pfds.data(), pfds.size(), wait_ms) < 0) {
       if (errno == EINTR) continue;
       return errno_error("waiting for output");
     }
@@ -176,7 +207,7 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
     int ws = 0;
     while (::waitpid(children[i].pid, &ws, 0) < 0 && errno == EINTR) {
     }
-    exits.push_back({nodes[i].node, exit_status(ws)});
+    exits.push_back({nodes[i].node, exit_status(ws), timed_out});
   }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);

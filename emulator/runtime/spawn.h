@@ -2,6 +2,7 @@
 // tagged output.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,21 @@ Error exec_in_node(const NodeContext& c, const std::vector<std::string>& argv);
 
 struct NodeExit {
   std::string node;
-  int status = 0;  // exit code, or 128 + signal
+  int status = 0;          // exit code, or 128 + signal
+  bool timed_out = false;  // stopped at the deadline
 };
 
-// Runs argv in every node at once, prefixing each output line with "[node] " (unless
-// `tag` is false), forwarding SIGINT/SIGTERM; waits for all.
+struct RunOptions {
+  bool tag = true;  // prefix each output line with "[node] "
+  // 0: wait for ever. At the deadline every process group gets SIGTERM, SIGKILL 3 s later.
+  std::chrono::milliseconds timeout{0};
+  std::string cwd;  // where the commands start (empty: fabemu's own)
+};
+
+// Runs argv in every node at once, each in a process group of its own, forwarding
+// SIGINT/SIGTERM to the groups; waits for all (or the deadline).
 Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes,
-                                           const std::vector<std::string>& argv, bool tag = true);
+                                           const std::vector<std::string>& argv,
+                                           const RunOptions& options = {});
 
 }  // namespace fabemu

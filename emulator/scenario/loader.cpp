@@ -70,9 +70,17 @@ HostLimits read_limits(const Field& map) {
 }
 
 HostsSpec read_hosts(const Field& f) {
-  f.check_keys({"cpu", "memory", "overrides"});
+  f.check_keys({"cpu", "memory", "tcp_congestion", "overrides"});
   HostsSpec hosts;
   hosts.defaults = read_limits(f);
+  if (auto cc = f.find("tcp_congestion")) {
+    hosts.tcp_congestion = cc->str();
+    const bool word = !hosts.tcp_congestion.empty() &&
+                      hosts.tcp_congestion.find_first_not_of(
+                          "abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+    if (!word)
+      cc->fail("'" + hosts.tcp_congestion + "' is not a congestion control name, e.g. cubic");
+  }
   auto overrides = f.find("overrides");
   if (!overrides) return hosts;
   std::set<std::string> seen;

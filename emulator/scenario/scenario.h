@@ -114,6 +114,9 @@ struct HostLimits {
 
 struct HostsSpec {
   HostLimits defaults;
+  // The hosts' TCP congestion control ("cubic", "dctcp", ...); empty: the machine's default,
+  // which differs between machines (bbr here, cubic in Debian's kernels).
+  std::string tcp_congestion;
   struct Override {
     std::string host;
     HostLimits limits;
@@ -152,6 +155,7 @@ struct ExecStep {
 
 struct WorkloadStep {
   std::variant<CollectiveStep, ExecStep> step;
+  std::optional<uint64_t> timeout_ns;  // unset: the runner's default
   SourceLoc loc;
 };
 

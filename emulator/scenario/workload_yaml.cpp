@@ -1,6 +1,7 @@
 // Reading the workload (collective benchmarks and user programs) and the fault timeline.
 #include "scenario/workload_yaml.h"
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -11,8 +12,17 @@
 namespace fabemu::detail {
 namespace {
 
+// A step's bound: `timeout: 5m`; the runner stops the step there and says so.
+std::optional<uint64_t> read_timeout(const Field& f) {
+  auto t = f.find("timeout");
+  if (!t) return std::nullopt;
+  const uint64_t ns = t->parsed(parse_time_ns);
+  if (ns < 1'000'000'000ULL) t->fail("a step needs at least 1s; e.g. timeout: 600s");
+  return ns;
+}
+
 CollectiveStep read_collective(const Field& item) {
-  item.check_keys({"collective", "library", "transport", "sizes", "iterations"});
+  item.check_keys({"collective", "library", "transport", "sizes", "iterations", "timeout"});
   CollectiveStep c;
   // The names stay words: the runner maps them to implementations.
   c.collective = item.at("collective")
@@ -37,7 +47,7 @@ CollectiveStep read_collective(const Field& item) {
 ExecStep read_exec(const Field& item) {
   item.check_keys({"exec"});
   Field exec = item.at("exec");
-  exec.check_keys({"hosts", "command"});
+  exec.check_keys({"hosts", "command", "timeout"});
   ExecStep e;
   if (auto hosts = exec.find("hosts")) {
     if (hosts->is_scalar()) {
@@ -111,8 +121,10 @@ std::vector<WorkloadStep> read_workload(const Field& list) {
     step.loc = item.loc();
     if (collective) {
       step.step = read_collective(item);
+      step.timeout_ns = read_timeout(item);
     } else {
       step.step = read_exec(item);
+      step.timeout_ns = read_timeout(item.at("exec"));
     }
     steps.push_back(std::move(step));
   }

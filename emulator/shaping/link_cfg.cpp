@@ -105,6 +105,26 @@ FqParams fq_params_for(const LinkShape& shape) {
   return p;
 }
 
+std::optional<HtbParams> htb_params_for(const LinkShape& shape) {
+  if (!shape.rate_bps || !*shape.rate_bps) return std::nullopt;
+  const double bytes_per_s = double(*shape.rate_bps) / 8;
+  uint64_t queue_ns = shape.queue_ns.value_or(shape.queue_bytes ? 0 : kDefaultQueueNs);
+  if (shape.queue_bytes)
+    queue_ns =
+        std::max<uint64_t>(queue_ns, static_cast<uint64_t>(*shape.queue_bytes / bytes_per_s * 1e9));
+  HtbParams p;
+  p.rate_bps = *shape.rate_bps;
+  // Two frames, or 100 us of the rate: small enough to keep the queue where the program models
+  // it, large enough that htb's timer does not cost rate.
+  constexpr uint64_t kFrame = 1514 + 24;
+  p.burst_bytes = std::max<uint64_t>(2 * kFrame, static_cast<uint64_t>(bytes_per_s * 100e-6));
+  // Twice the emulated queue, at least 1 MB: the program drops first.
+  const double queue_bytes =
+      std::max(double(queue_ns) * 1e-9 * bytes_per_s, double(shape.queue_bytes.value_or(0)));
+  p.limit_bytes = static_cast<uint32_t>(std::clamp(2 * queue_bytes, 1e6, 1e9));
+  return p;
+}
+
 uint64_t link_seed(uint64_t scenario_seed, std::string_view direction) {
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a: stable across builds, unlike std::hash
   for (unsigned char c : direction) h = (h ^ c) * 0x100000001b3ULL;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "ebpf/link_shaper.h"
@@ -44,6 +45,20 @@ struct FqParams {
 // Limits for a port shaped like `shape`, never below generous defaults so that live changes
 // within them need no qdisc change.
 FqParams fq_params_for(const LinkShape& shape);
+
+// Without fq, an htb class can still hold a link's rate with a real queue (the policer alone
+// drops what a queue would delay, and TCP through it collapses). The program keeps its virtual
+// queue at the same rate for tail drop, ECN and counters; htb's FIFO is deeper, so the program,
+// not htb, decides drops.
+struct HtbParams {
+  uint64_t rate_bps = 0;     // wire bits per second, as the program counts them
+  uint64_t burst_bytes = 0;  // what htb may send back to back
+  uint32_t limit_bytes = 0;  // its FIFO
+  bool operator==(const HtbParams&) const = default;
+};
+
+// htb for a port shaped like `shape`; unset when the shape has no rate (nothing to hold).
+std::optional<HtbParams> htb_params_for(const LinkShape& shape);
 
 // The seed of one link direction ("leaf1>spine2"), derived from the scenario's seed so that every
 // link has its own loss sequence and a run repeats.

@@ -1,5 +1,5 @@
-// What a shaped port needs besides the program: fq as its root qdisc, offloads off, and the
-// probe that tells whether this kernel has fq at all.
+// What a shaped port needs besides the program: fq as its root qdisc (or, without fq, htb to
+// hold the rate), offloads off, and the probes that tell whether this kernel has them.
 #pragma once
 
 #include <string>
@@ -14,6 +14,13 @@ namespace fabemu {
 // port that already has fq its limits change and its queued packets stay.
 Result<void> replace_root_fq(NetlinkSocket& rtnl, int ifindex, const FqParams& p);
 
+// Makes htb (one class at `p`'s rate, a byte FIFO under it) the root qdisc of the port. On a
+// port that has it already, only the class changes, and queued packets stay.
+Result<void> replace_root_htb(NetlinkSocket& rtnl, int ifindex, const HtbParams& p, bool exists);
+
+// Back to the device's default root qdisc (for a veth: none). No root qdisc is success.
+Result<void> remove_root_qdisc(NetlinkSocket& rtnl, int ifindex);
+
 // Turns TSO, GSO and GRO off on `ifname` in the calling thread's namespace, so that the stack
 // hands the port (and the next port after a forward) one wire packet at a time. Features a
 // device does not have count as off.
@@ -22,5 +29,8 @@ Result<void> disable_offloads(const std::string& ifname);
 // Whether the running kernel has sch_fq, tried on loopback in a throwaway namespace (a thread
 // of its own, so the caller's namespaces never change). The error says why not.
 Result<void> probe_fq();
+
+// The same for sch_htb.
+Result<void> probe_htb();
 
 }  // namespace fabemu

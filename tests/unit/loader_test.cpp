@@ -374,7 +374,7 @@ TEST(ShippedScenarios, Default) {
   EXPECT_EQ(r->topology.leaf_spine.leaves, 4);
   EXPECT_EQ(r->topology.leaf_spine.hosts_per_leaf, 2);
   EXPECT_EQ(r->topology.leaf_spine.spines, 2);
-  EXPECT_EQ(*r->links.classes.at("host-leaf").rate_bps, 25'000'000'000ull);
+  EXPECT_EQ(*r->links.defaults.rate_bps, 25'000'000ull);
   const auto& c = std::get<CollectiveStep>(r->workload.at(0).step);
   EXPECT_EQ(c.transport, "tcp");
   EXPECT_EQ(c.iterations, 5);

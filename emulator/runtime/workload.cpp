@@ -1,0 +1,208 @@
+// Workload steps: argv building (pure) and running them in the lab's hosts.
+#include "runtime/workload.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include "apply/link_control.h"
+#include "model/collective_model.h"
+#include "runtime/host_env.h"
+#include "runtime/spawn.h"
+#include "util/files.h"
+
+namespace fabemu {
+namespace {
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+bool has_rdma(const NodeContext& c) {
+  return std::any_of(c.env.begin(), c.env.end(),
+                     [](const auto& kv) { return kv.first == "FABEMU_RDMA_DEVICE"; });
+}
+
+// The lab's topology with the shapes its links have now (`link set` may have changed them).
+Topology live_topology(const LabModel& m, const LabPaths& paths) {
+  Topology t = m.topo;
+  auto lm = read_link_model(paths, m);
+  if (!lm) return t;
+  for (const DirectionState& d : lm->dirs) {
+    Link& l = t.links[d.dir.link];
+    (d.dir.b_to_a ? l.b_to_a : l.a_to_b) = d.shaped ? d.shape : LinkShape{};
+  }
+  return t;
+}
+
+std::string describe_exits(const std::vector<NodeExit>& exits, std::chrono::seconds timeout) {
+  std::vector<std::string> bad;
+  bool timed_out = false;
+  for (const auto& e : exits) {
+    timed_out |= e.timed_out;
+    if (e.status != 0) bad.push_back(e.node + " exited with " + std::to_string(e.status));
+  }
+  if (timed_out)
+    return "timed out after " + std::to_string(timeout.count()) + " s (stopped every process)";
+  if (bad.size() > 4) bad.resize(4), bad.push_back("...");
+  return join(bad, ", ");
+}
+
+}  // namespace
+
+std::string resolve_transport(const std::string& transport, bool lab_has_rdma) {
+  if (transport == "auto") return lab_has_rdma ? "ibverbs" : "tcp";
+  return transport;
+}
+
+std::vector<std::string> collective_argv(const WorkloadOptions& o, const CollectiveStep& c,
+                                         const std::string& library, const std::string& transport,
+                                         const std::string& run_id, const std::string& json_out,
+                                         const std::string& predict, int timeout_s) {
+  std::vector<std::string> sizes;
+  for (uint64_t s : c.sizes) sizes.push_back(std::to_string(s));
+  std::vector<std::string> argv = {
+      o.collective,     "--library",    library == "gloo" ? "gloo" : "mpi",
+      "--collective",   c.collective,   "--sizes",
+      join(sizes, ","), "--iterations", std::to_string(c.iterations),
+      "--json-out",     json_out};
+  if (library == "gloo") argv.insert(argv.end(), {"--transport", transport, "--run-id", run_id});
+  if (!predict.empty()) argv.insert(argv.end(), {"--predict", predict});
+  // Each connect and transfer wait; the step's own deadline bounds the whole run.
+  argv.insert(argv.end(), {"--timeout", std::to_string(timeout_s)});
+  return argv;
+}
+
+std::vector<std::string> mpirun_argv(const WorkloadOptions& o, const LabPaths& lab,
+                                     const std::vector<std::string>& hosts,
+                                     const std::string& library, const std::string& transport) {
+  std::vector<std::string> slots;
+  for (const auto& h : hosts) slots.push_back(h + ":1");
+  std::vector<std::string> argv = {
+      "mpirun", "--allow-run-as-root", "-np", std::to_string(hosts.size()), "--host",
+      join(slots, ","),
+      // No sshd: mpirun starts a daemon per host through this agent, which enters the host.
+      "--mca", "plm_rsh_agent", o.fabemu + " rsh --run-dir " + lab.run_root + " " + lab.lab,
+      "--mca", "plm_rsh_no_tree_spawn", "1",
+      // Every daemon talks to mpirun itself (the default tree between daemons finds no path).
+      "--mca", "routed", "direct"};
+  if (library == "ucx" || transport == "ibverbs") {
+    // UCX over rxe (RC verbs) or TCP; never shared memory: ranks are on different hosts even
+    // though they share the machine's /dev/shm.
+    argv.insert(argv.end(), {"--mca", "pml", "ucx", "--mca", "btl", "self", "-x",
+                             transport == "ibverbs" ? "UCX_TLS=rc,ud,self" : "UCX_TLS=tcp,self"});
+    if (transport != "ibverbs") argv.insert(argv.end(), {"-x", "UCX_NET_DEVICES=eth0"});
+  } else {
+    argv.insert(argv.end(), {"--mca", "pml", "ob1", "--mca", "btl", "tcp,self"});
+  }
+  return argv;
+}
+
+std::string live_predictions(const LabModel& m, const LabPaths& paths,
+                             const std::string& transport) {
+  return predictions_json(live_topology(m, paths), m.addresses, m.routes, transport,
+                          m.scenario.fabric.mtu);
+}
+
+std::string ratio_note(const std::string& json_lines) {
+  double worst = 1;
+  for (size_t at = json_lines.find("\"ratio\":"); at != std::string::npos;
+       at = json_lines.find("\"ratio\":", at + 1))
+    worst = std::min(worst, std::strtod(json_lines.c_str() + at + 8, nullptr));
+  if (worst >= 0.5) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", worst);
+  return std::string("busbw down to ") + buf +
+         "x of the link model's prediction: the machine (CPU time per packet per hop), not the "
+         "emulated links, set the speed; shape the links lower to study the fabric "
+         "(bench/collective_busbw.py)";
+}
+
+StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
+                    const WorkloadOptions& o) {
+  const WorkloadStep& w = m.scenario.workload.at(index);
+  const auto timeout =
+      w.timeout_ns ? std::chrono::seconds(*w.timeout_ns / 1'000'000'000ULL) : o.default_timeout;
+  const auto hosts = m.topo.hosts();
+  std::vector<NodeContext> all;
+  for (int h : hosts) all.push_back(node_context(m, paths, h));
+  StepResult r;
+  const auto start = std::chrono::steady_clock::now();
+  RunOptions run;
+  run.timeout = timeout;
+  std::vector<NodeContext> nodes;
+  std::vector<std::string> argv;
+
+  if (const auto* c = std::get_if<CollectiveStep>(&w.step)) {
+    const std::string transport = resolve_transport(c->transport, has_rdma(all.front()));
+    r.title = "workload[" + std::to_string(index) + "] " + c->collective + " (" + c->library +
+              ", " + transport + ")";
+    if (transport == "ibverbs" && !has_rdma(all.front())) {
+      r.failure =
+          "transport ibverbs needs rxe on the hosts, and this lab has none (`fabemu "
+          "status " +
+          paths.lab + "` says why)";
+      return r;
+    }
+    // A run id no earlier run of this lab used: Gloo's file store never forgets keys.
+    const std::string run_id = std::to_string(::getpid()) + "-" + std::to_string(index) + "-" +
+                               std::to_string(std::time(nullptr));
+    r.json_lines = paths.shared_dir() + "/workload-" + std::to_string(index) + ".jsonl";
+    const std::string predict = paths.shared_dir() + "/predict-" + transport + ".json";
+    if (auto wr = write_file(predict, live_predictions(m, paths, transport)); !wr) {
+      r.failure = wr.error().what();
+      return r;
+    }
+    argv = collective_argv(o, *c, c->library, transport, run_id, r.json_lines, predict,
+                           static_cast<int>(timeout.count()));
+    run.tag = false;  // rank 0 prints the table; the others speak only to report errors
+    if (c->library == "gloo") {
+      nodes = all;
+    } else {
+      std::vector<std::string> names;
+      for (int h : hosts) names.push_back(m.topo.nodes[h].name);
+      auto launcher = mpirun_argv(o, paths, names, c->library, transport);
+      argv.insert(argv.begin(), launcher.begin(), launcher.end());
+      nodes = {all.front()};
+    }
+  } else {
+    const auto& e = std::get<ExecStep>(w.step);
+    r.title = "workload[" + std::to_string(index) + "] exec " + join(e.command, " ");
+    if (e.hosts == "all") {
+      nodes = all;
+    } else {
+      for (size_t at = 0; at <= e.hosts.size();) {
+        size_t comma = std::min(e.hosts.find(',', at), e.hosts.size());
+        const std::string name = e.hosts.substr(at, comma - at);
+        const int id = m.topo.find(name);
+        if (id < 0 || m.topo.nodes[id].role != Role::Host) {
+          r.failure = "no host named " + name + " in lab " + paths.lab;
+          return r;
+        }
+        nodes.push_back(node_context(m, paths, id));
+        at = comma + 1;
+      }
+    }
+    argv = e.command;
+    run.cwd = o.scenario_dir;
+  }
+
+  auto exits = run_in_nodes(nodes, argv, run);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!exits) {
+    r.failure = exits.error().what();
+    return r;
+  }
+  r.failure = describe_exits(*exits, timeout);
+  r.ok = r.failure.empty();
+  if (r.ok && !r.json_lines.empty())
+    if (auto text = read_file(r.json_lines)) r.note = ratio_note(*text);
+  return r;
+}
+
+}  // namespace fabemu

@@ -1,0 +1,60 @@
+// Running a scenario's workload steps in a lab that is up: the collective benchmark over Gloo
+// (one rank per host) or MPI (mpirun in the first host, daemons started through `fabemu rsh`),
+// and user programs. Every step is bounded by a timeout.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+#include "util/result.h"
+
+namespace fabemu {
+
+struct WorkloadOptions {
+  std::string fabemu;        // this binary: the rsh agent mpirun starts its daemons with
+  std::string collective;    // the fabemu-collective binary
+  std::string scenario_dir;  // exec steps start here, so relative paths mean the scenario's
+  std::chrono::seconds default_timeout{600};
+};
+
+struct StepResult {
+  std::string title;  // "workload[0] allreduce (gloo, tcp)"
+  bool ok = false;
+  std::string failure;  // what went wrong, naming the host or the timeout
+  double seconds = 0;
+  std::string json_lines;  // the benchmark's JSON lines file (collectives), when written
+  std::string note;        // something the numbers say that users should know
+};
+
+// A note when a collective's busbw fell far below the model's prediction (`ratio` fields of
+// fabemu-collective's JSON lines): then the machine, not the emulated fabric, set the speed.
+std::string ratio_note(const std::string& json_lines);
+
+// "gloo/tcp", "mpi/ucx over ibverbs", ...: how a collective step will run in this lab.
+// `auto` picks ibverbs when the lab's hosts have rxe devices.
+std::string resolve_transport(const std::string& transport, bool lab_has_rdma);
+
+// The fabemu-collective command line for a step (without the launcher), shared by the Gloo and
+// MPI paths so both run the same benchmark.
+std::vector<std::string> collective_argv(const WorkloadOptions& o, const CollectiveStep& c,
+                                         const std::string& library, const std::string& transport,
+                                         const std::string& run_id, const std::string& json_out,
+                                         const std::string& predict, int timeout_s);
+
+// The mpirun command that starts `ranks` ranks, one per host, over `transport`.
+std::vector<std::string> mpirun_argv(const WorkloadOptions& o, const LabPaths& lab,
+                                     const std::vector<std::string>& hosts,
+                                     const std::string& library, const std::string& transport);
+
+// The model's predictions (model/collective_model.h) for every collective over `transport`,
+// from the shapes the lab's links have now (`link set` may have changed them).
+std::string live_predictions(const LabModel& model, const LabPaths& paths,
+                             const std::string& transport);
+
+// Runs step `index` of the lab's workload: prints what the programs print, returns the verdict.
+StepResult run_step(const LabModel& model, const LabPaths& paths, size_t index,
+                    const WorkloadOptions& options);
+
+}  // namespace fabemu
