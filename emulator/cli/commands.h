@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "plan/lab_paths.h"
+#include "util/result.h"
 
 namespace fabemu::cli {
 
@@ -58,6 +59,8 @@ int cmd_rsh(const std::vector<std::string>& args);
 
 // Shared helpers.
 void print_error(const std::string& message);
+// A lab's model could not be read: says why; returns kExitNoLab when there is no such lab.
+int lab_error(const Error& e);
 bool require_root(const char* command);
 
 }  // namespace fabemu::cli

@@ -110,10 +110,7 @@ int cmd_link_set(const LinkSetArgs& args, const LabPaths& base) {
   LabPaths paths = base;
   paths.lab = args.lab;
   auto model = lab_model(paths);
-  if (!model) {
-    print_error(model.error().what());
-    return errno_of(model.error()) == ENOENT ? kExitNoLab : kExitFailed;
-  }
+  if (!model) return lab_error(model.error());
   ChangeOptions opts;
   opts.accept_degraded = args.accept_degraded;
   auto done = change_links(paths, *model, args.link, std::get<LinkShape>(change), opts);

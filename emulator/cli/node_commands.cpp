@@ -21,6 +21,11 @@ void print_error(const std::string& message) {
   std::fprintf(stderr, "fabemu: %s\n", message.c_str());
 }
 
+int lab_error(const Error& e) {
+  print_error(e.what());
+  return errno_of(e) == ENOENT ? kExitNoLab : kExitFailed;
+}
+
 bool require_root(const char* command) {
   if (::geteuid() == 0) return true;
   print_error(std::string(command) +
@@ -113,10 +118,7 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
   paths.lab = lab;
   JournalFile journal;
   auto model = lab_model(paths, &journal);
-  if (!model) {
-    print_error(model.error().what());
-    return errno_of(model.error()) == ENOENT ? kExitNoLab : kExitFailed;
-  }
+  if (!model) return lab_error(model.error());
   const Topology& t = model->topo;
   // Kernel view of every node's interfaces.
   std::vector<std::map<std::string, InterfaceState>> ifs(t.nodes.size());
@@ -279,10 +281,7 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector
   LabPaths paths = base;
   paths.lab = target.substr(0, colon);
   auto model = lab_model(paths);
-  if (!model) {
-    print_error(model.error().what());
-    return errno_of(model.error()) == ENOENT ? kExitNoLab : kExitFailed;
-  }
+  if (!model) return lab_error(model.error());
   if (!all) {
     std::string node = target.substr(colon + 1);
     int id = model->topo.find(node);
@@ -336,10 +335,7 @@ int cmd_rsh(const std::vector<std::string>& args) {
   }
   paths.lab = args[at];
   auto model = lab_model(paths);
-  if (!model) {
-    print_error(model.error().what());
-    return errno_of(model.error()) == ENOENT ? kExitNoLab : kExitFailed;
-  }
+  if (!model) return lab_error(model.error());
   const int id = model->topo.find(args[at + 1]);
   if (id < 0 || model->topo.nodes[id].role != Role::Host) {
     print_error("rsh: lab " + paths.lab + " has no host named '" + args[at + 1] + "'");

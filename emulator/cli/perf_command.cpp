@@ -112,10 +112,7 @@ int cmd_perf(const PerfArgs& args, const LabPaths& base) {
   LabPaths paths = base;
   paths.lab = args.lab;
   auto model = lab_model(paths);
-  if (!model) {
-    print_error(model.error().what());
-    return errno_of(model.error()) == ENOENT ? kExitNoLab : kExitFailed;
-  }
+  if (!model) return lab_error(model.error());
   const Topology& t = model->topo;
   int ids[2];
   for (int i = 0; i < 2; ++i) {

@@ -16,10 +16,7 @@ int cmd_predict(const std::string& lab, const std::string& transport, const LabP
   LabPaths paths = base;
   paths.lab = lab;
   auto model = lab_model(paths);
-  if (!model) {
-    print_error(model.error().what());
-    return errno_of(model.error()) == ENOENT ? kExitNoLab : kExitFailed;
-  }
+  if (!model) return lab_error(model.error());
   std::printf("%s\n", live_predictions(*model, paths, transport).c_str());
   return kExitOk;
 }

@@ -118,6 +118,10 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
     if (pid < 0) return errno_error("forking for " + n.node);
     if (pid == 0) {
       ::setpgid(0, 0);  // the whole tree (mpirun's daemons too) goes at the deadline
+      // Not the terminal: a process group in the background that reads it is stopped
+      // (SIGTTIN), and mpirun reads its stdin to forward it to rank 0.
+      if (int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC); null >= 0)
+        ::dup2(null, STDIN_FILENO);
       ::dup2(wr.get(), STDOUT_FILENO);
       ::dup2(wr.get(), STDERR_FILENO);
       if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) {

@@ -31,8 +31,8 @@ struct RunOptions {
   std::string cwd;  // where the commands start (empty: fabemu's own)
 };
 
-// Runs argv in every node at once, each in a process group of its own, forwarding
-// SIGINT/SIGTERM to the groups; waits for all (or the deadline).
+// Runs argv in every node at once, each in a process group of its own with stdin from
+// /dev/null, forwarding SIGINT/SIGTERM to the groups; waits for all (or the deadline).
 Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes,
                                            const std::vector<std::string>& argv,
                                            const RunOptions& options = {});
