@@ -331,8 +331,13 @@ int cmd_run(const UpArgs& args, bool keep, const LabPaths& base) {
     if (reach->answered() != total) code = kExitFailed;
   }
   if (code == kExitOk && !m.scenario.workload.empty()) {
-    const WorkloadOptions wo = workload_options(m.scenario.file);
-    for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
+    WorkloadOptions wo = workload_options(m.scenario.file);
+    const auto staged = stage_binaries(wo, paths);
+    if (!staged) {
+      print_error(staged.error().what());
+      code = kExitFailed;
+    }
+    for (size_t i = 0; staged && i < m.scenario.workload.size(); ++i) {
       std::fflush(stdout);
       const StepResult r = run_step(m, paths, i, wo);
       if (r.ok) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "apply/cgroup.h"
@@ -77,7 +78,20 @@ Result<void> enter_node(const NodeContext& c) {
     }
     ::closedir(d);
   }
-  if (!c.tmp_dir.empty()) FABEMU_TRY(bind_mount(c.tmp_dir, "/tmp"));
+  if (!c.tmp_dir.empty()) {
+    // A working directory under /tmp (a build tree, a scenario's folder) would vanish behind
+    // the host's own /tmp; it stays where it was, bound at the same path inside.
+    char cwd[4096];
+    const bool under_tmp = ::getcwd(cwd, sizeof cwd) && std::strncmp(cwd, "/tmp/", 5) == 0;
+    UniqueFd here(under_tmp ? ::open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1);
+    FABEMU_TRY(bind_mount(c.tmp_dir, "/tmp"));
+    if (here.valid()) {
+      std::error_code ec;
+      std::filesystem::create_directories(cwd, ec);
+      FABEMU_TRY(bind_mount("/proc/self/fd/" + std::to_string(here.get()), cwd));
+      if (::chdir(cwd) != 0) return errno_error(std::string("entering ") + cwd);
+    }
+  }
   for (const auto& [k, v] : c.env) ::setenv(k.c_str(), v.c_str(), 1);
   return ok();
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 
 #include "apply/link_control.h"
 #include "model/collective_model.h"
@@ -54,6 +55,24 @@ std::string describe_exits(const std::vector<NodeExit>& exits, std::chrono::seco
 }
 
 }  // namespace
+
+Result<void> stage_binaries(WorkloadOptions& o, const LabPaths& paths) {
+  namespace fs = std::filesystem;
+  const fs::path bin = fs::path(paths.shared_dir()) / "bin";
+  std::error_code ec;
+  fs::create_directories(bin, ec);
+  if (ec) return make_error("creating " + bin.string() + ": " + ec.message(), ec.value());
+  for (std::string* path : {&o.fabemu, &o.collective}) {
+    const fs::path to = bin / fs::path(*path).filename();
+    fs::copy_file(*path, to, fs::copy_options::overwrite_existing, ec);
+    if (ec)
+      return make_error("copying " + *path + " to " + to.string() + ": " + ec.message(),
+                        ec.value());
+    fs::permissions(to, fs::perms(0755), ec);
+    *path = to.string();
+  }
+  return ok();
+}
 
 std::string resolve_transport(const std::string& transport, bool lab_has_rdma) {
   if (transport == "auto") return lab_has_rdma ? "ibverbs" : "tcp";

@@ -32,6 +32,11 @@ struct StepResult {
 // fabemu-collective's JSON lines): then the machine, not the emulated fabric, set the speed.
 std::string ratio_note(const std::string& json_lines);
 
+// Copies fabemu and fabemu-collective into the lab's shared directory and points `o` at the
+// copies: hosts see the machine's files except /tmp (each has its own), and a build tree may
+// well live under /tmp; mpirun's daemons and ranks must find both inside every host.
+Result<void> stage_binaries(WorkloadOptions& o, const LabPaths& paths);
+
 // "gloo/tcp", "mpi/ucx over ibverbs", ...: how a collective step will run in this lab.
 // `auto` picks ibverbs when the lab's hosts have rxe devices.
 std::string resolve_transport(const std::string& transport, bool lab_has_rdma);
