@@ -89,8 +89,6 @@ struct Prepared {
   PlanOptions plan;
 };
 
-// fq, else htb + policer, else the policer alone. Probing needs root (a throwaway namespace);
-// a dry run without root plans fq.
 // rxe on the hosts or not, and why; the text of a refusal when the scenario says `on` and the
 // kernel cannot. Probing needs root: without it (a dry run) `on` is planned as asked and
 // `auto` follows an earlier verdict of this boot, if there is one.
@@ -119,6 +117,8 @@ std::optional<std::string> choose_rdma(const Scenario& s, const LabPaths& paths,
   return std::nullopt;
 }
 
+// fq, else htb + policer, else the policer alone. Probing needs root (a throwaway namespace);
+// a dry run without root plans fq.
 PlanOptions probe_shaping_mode() {
   PlanOptions o;
   o.rps_mask = cpu_mask(static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_CONF))));
