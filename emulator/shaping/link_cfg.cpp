@@ -83,13 +83,24 @@ LinkShape to_shape(const fabemu_link_cfg& cfg) {
   return s;
 }
 
-FqParams fq_params_for(const LinkShape& shape) {
-  // The longest a packet waits in fq: the emulated queue, then propagation and jitter.
+namespace {
+
+// The longest the emulated queue holds a packet: its time limit, or its byte limit at the
+// link's rate, whichever is longer; kDefaultQueueNs for a rate-limited link with neither.
+uint64_t emulated_queue_ns(const LinkShape& shape) {
   uint64_t queue_ns = shape.queue_ns.value_or(0);
   if (shape.rate_bps && *shape.rate_bps && shape.queue_bytes)
     queue_ns = std::max<uint64_t>(queue_ns, static_cast<uint64_t>(double(*shape.queue_bytes) * 8e9 /
                                                                   double(*shape.rate_bps)));
   if (shape.rate_bps && !shape.queue_ns && !shape.queue_bytes) queue_ns = kDefaultQueueNs;
+  return queue_ns;
+}
+
+}  // namespace
+
+FqParams fq_params_for(const LinkShape& shape) {
+  // The longest a packet waits in fq: the emulated queue, then propagation and jitter.
+  const uint64_t queue_ns = emulated_queue_ns(shape);
   const uint64_t hold_ns = queue_ns + shape.delay_ns.value_or(0) + 2 * shape.jitter_ns.value_or(0);
   // Packets in that time at the link's rate (100 Gbit/s when unlimited: more than a veth carries),
   // counted at 256 bytes: ACK-heavy mixes are smaller than MTU frames.
@@ -108,10 +119,7 @@ FqParams fq_params_for(const LinkShape& shape) {
 std::optional<HtbParams> htb_params_for(const LinkShape& shape) {
   if (!shape.rate_bps || !*shape.rate_bps) return std::nullopt;
   const double bytes_per_s = double(*shape.rate_bps) / 8;
-  uint64_t queue_ns = shape.queue_ns.value_or(shape.queue_bytes ? 0 : kDefaultQueueNs);
-  if (shape.queue_bytes)
-    queue_ns =
-        std::max<uint64_t>(queue_ns, static_cast<uint64_t>(*shape.queue_bytes / bytes_per_s * 1e9));
+  const uint64_t queue_ns = emulated_queue_ns(shape);
   HtbParams p;
   p.rate_bps = *shape.rate_bps;
   // Two frames, or 100 us of the rate: small enough to keep the queue where the program models

@@ -20,27 +20,6 @@
 
 namespace fabemu {
 
-Result<void> replace_root_fq(NetlinkSocket& rtnl, int ifindex, const FqParams& p) {
-  NetlinkMessage m(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_REPLACE);
-  tcmsg h{};
-  h.tcm_family = AF_UNSPEC;
-  h.tcm_ifindex = ifindex;
-  h.tcm_parent = TC_H_ROOT;
-  m.put_header(h);
-  m.put_string(TCA_KIND, "fq");
-  size_t options = m.begin_nest(TCA_OPTIONS);
-  m.put_u32(TCA_FQ_PLIMIT, p.limit);
-  m.put_u32(TCA_FQ_FLOW_PLIMIT, p.flow_limit);
-  // In microseconds, as fq keeps it.
-  const uint64_t horizon_us = std::min<uint64_t>(p.horizon_ns / 1000, UINT32_MAX);
-  m.put_u32(TCA_FQ_HORIZON, static_cast<uint32_t>(horizon_us));
-  m.put_u8(TCA_FQ_HORIZON_DROP, 1);
-  m.end_nest(options);
-  auto r = rtnl.transact(m, "making fq the root qdisc of ifindex " + std::to_string(ifindex));
-  if (!r) return r.error();
-  return ok();
-}
-
 namespace {
 
 constexpr uint32_t kHtbRoot = TC_H_MAKE(1U << 16, 0);   // 1:
@@ -57,6 +36,23 @@ tcmsg tc_header(int ifindex, uint32_t parent, uint32_t handle) {
 }
 
 }  // namespace
+
+Result<void> replace_root_fq(NetlinkSocket& rtnl, int ifindex, const FqParams& p) {
+  NetlinkMessage m(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_REPLACE);
+  m.put_header(tc_header(ifindex, TC_H_ROOT, 0));
+  m.put_string(TCA_KIND, "fq");
+  size_t options = m.begin_nest(TCA_OPTIONS);
+  m.put_u32(TCA_FQ_PLIMIT, p.limit);
+  m.put_u32(TCA_FQ_FLOW_PLIMIT, p.flow_limit);
+  // In microseconds, as fq keeps it.
+  const uint64_t horizon_us = std::min<uint64_t>(p.horizon_ns / 1000, UINT32_MAX);
+  m.put_u32(TCA_FQ_HORIZON, static_cast<uint32_t>(horizon_us));
+  m.put_u8(TCA_FQ_HORIZON_DROP, 1);
+  m.end_nest(options);
+  auto r = rtnl.transact(m, "making fq the root qdisc of ifindex " + std::to_string(ifindex));
+  if (!r) return r.error();
+  return ok();
+}
 
 Result<void> replace_root_htb(NetlinkSocket& rtnl, int ifindex, const HtbParams& p, bool exists) {
   const std::string where = " of ifindex " + std::to_string(ifindex);
