@@ -156,7 +156,7 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
     j.field("pool", model->addresses.pool.str());
     j.key("link_model").begin_object();
     if (lm) {
-      j.field("mode", lm->mode.fq ? "fq" : lm->mode.htb ? "htb" : "policer");
+      j.field("mode", shaping_mode_name(lm->mode));
       if (!lm->mode.fq) j.field("reason", lm->mode.no_fq_reason);
       // queue_delay_hist[i] counts waits below this many ns (the last bucket: everything else).
       j.key("queue_delay_hist_upper_ns").begin_array();

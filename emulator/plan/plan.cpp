@@ -115,43 +115,56 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   return p;
 }
 
+namespace {
+
+// The run dir's one-line records: "WORD" or "WORD reason" (the reason on one line).
+std::string format_record(std::string_view word, std::string reason) {
+  if (reason.empty()) return std::string(word) + "\n";
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  return std::string(word) + " " + reason + "\n";
+}
+
+struct Record {
+  std::string word, reason;
+};
+Record parse_record(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  const size_t space = line.find(' ');
+  if (space == std::string::npos) return {line, ""};
+  return {line.substr(0, space), line.substr(space + 1)};
+}
+
+}  // namespace
+
+std::string_view shaping_mode_name(const PlanOptions& o) {
+  return o.fq ? "fq" : o.htb ? "htb" : "policer";
+}
+
 std::string format_shaping_mode(const PlanOptions& o) {
-  if (o.fq) return "fq\n";
-  std::string why = o.no_fq_reason;
-  std::replace(why.begin(), why.end(), '\n', ' ');
-  return (o.htb ? "htb " : "policer ") + why + "\n";
+  return format_record(shaping_mode_name(o), o.fq ? "" : o.no_fq_reason);
 }
 
 Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::string& path) {
+  const Record r = parse_record(text);
   PlanOptions o;
-  if (text.rfind("fq", 0) == 0) return o;
-  o.htb = text.rfind("htb", 0) == 0;
-  if (!o.htb && text.rfind("policer", 0) != 0)
+  if (r.word == "fq") return o;
+  if (r.word != "htb" && r.word != "policer")
     return make_error(path + ": not a shaping mode: " + text, EINVAL);
   o.fq = false;
-  const size_t word = o.htb ? 4 : 8;
-  o.no_fq_reason = text.size() > word ? text.substr(word) : "";
-  while (!o.no_fq_reason.empty() && o.no_fq_reason.back() == '\n') o.no_fq_reason.pop_back();
+  o.htb = r.word == "htb";
+  o.no_fq_reason = r.reason;
   return o;
 }
 
 std::string format_rdma_choice(const RdmaChoice& c) {
-  if (c.rxe) return "rxe\n";
-  std::string why = c.why_not;
-  std::replace(why.begin(), why.end(), '\n', ' ');
-  return "off " + why + "\n";
+  return c.rxe ? format_record("rxe", "") : format_record("off", c.why_not);
 }
 
 Result<RdmaChoice> parse_rdma_choice(const std::string& text, const std::string& path) {
-  RdmaChoice c;
-  if (text.rfind("rxe", 0) == 0) {
-    c.rxe = true;
-    return c;
-  }
-  if (text.rfind("off", 0) != 0) return make_error(path + ": not an rdma choice: " + text, EINVAL);
-  c.why_not = text.size() > 4 ? text.substr(4) : "";
-  while (!c.why_not.empty() && c.why_not.back() == '\n') c.why_not.pop_back();
-  return c;
+  const Record r = parse_record(text);
+  if (r.word != "rxe" && r.word != "off")
+    return make_error(path + ": not an rdma choice: " + text, EINVAL);
+  return RdmaChoice{r.word == "rxe", r.reason};
 }
 
 std::string host_nic(const Topology& t, int host) {
@@ -334,7 +347,7 @@ std::string describe(const Action& action) {
     std::string operator()(const ShapePort& a) const {
       std::string s = "shape " + a.direction + " at " + a.ifname + " in " + a.ns + ": " +
                       (a.shape.empty() ? "unlimited" : a.shape.str());
-      return s + (a.policer ? " (policer, no fq)" : " (fq)");
+      return s + (a.htb ? " (htb + policer, no fq)" : a.policer ? " (policer, no fq)" : " (fq)");
     }
     std::string operator()(const CreateRxe& a) const {
       return "create rxe device " + a.name + " on " + a.netdev + " in " + a.ns;

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -179,6 +180,7 @@ std::string cpu_mask(int cpus);
 // The mode a lab was built with, kept in its run dir (LabPaths::shaping_file): "fq",
 // "htb <why no fq>" or "policer <why no fq>".
 std::string format_shaping_mode(const PlanOptions& options);
+std::string_view shaping_mode_name(const PlanOptions& options);  // "fq", "htb" or "policer"
 Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::string& path);
 
 // The first port's ifindex. Every port of a lab gets its own, so one set of maps (keyed by
