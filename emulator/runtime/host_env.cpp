@@ -24,7 +24,7 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
   c.tmp_dir = paths.host_tmp(n.name);
   if (!n.limits.empty()) c.cgroup = std::string(kPrefix) + "/" + paths.lab + "/" + n.name;
   const auto hosts = t.hosts();
-  const std::string primary = t.links[t.links_of(id).front()].end(id).ifname;
+  const std::string primary = host_nic(t, id);
   // UCX on the rxe device's port 1 when the lab has one, else on the NIC.
   const std::string ucx_devices = m.rdma.rxe ? paths.rxe_name(n.name) + ":1" : primary;
   c.env.insert(c.env.end(), {

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <map>
 
 #include "apply/cgroup.h"
@@ -86,8 +85,7 @@ Result<void> enter_node(const NodeContext& c) {
     UniqueFd here(under_tmp ? ::open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1);
     FABEMU_TRY(bind_mount(c.tmp_dir, "/tmp"));
     if (here.valid()) {
-      std::error_code ec;
-      std::filesystem::create_directories(cwd, ec);
+      FABEMU_TRY(make_dirs(cwd));
       FABEMU_TRY(bind_mount("/proc/self/fd/" + std::to_string(here.get()), cwd));
       if (::chdir(cwd) != 0) return errno_error(std::string("entering ") + cwd);
     }

@@ -24,11 +24,6 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
-bool has_rdma(const NodeContext& c) {
-  return std::any_of(c.env.begin(), c.env.end(),
-                     [](const auto& kv) { return kv.first == "FABEMU_RDMA_DEVICE"; });
-}
-
 // The lab's topology with the shapes its links have now (`link set` may have changed them).
 Topology live_topology(const LabModel& m, const LabPaths& paths) {
   Topology t = m.topo;
@@ -59,9 +54,8 @@ std::string describe_exits(const std::vector<NodeExit>& exits, std::chrono::seco
 Result<void> stage_binaries(WorkloadOptions& o, const LabPaths& paths) {
   namespace fs = std::filesystem;
   const fs::path bin = fs::path(paths.shared_dir()) / "bin";
+  FABEMU_TRY(make_dirs(bin.string()));
   std::error_code ec;
-  fs::create_directories(bin, ec);
-  if (ec) return make_error("creating " + bin.string() + ": " + ec.message(), ec.value());
   for (std::string* path : {&o.fabemu, &o.collective}) {
     const fs::path to = bin / fs::path(*path).filename();
     fs::copy_file(*path, to, fs::copy_options::overwrite_existing, ec);
@@ -158,10 +152,10 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
   std::vector<std::string> argv;
 
   if (const auto* c = std::get_if<CollectiveStep>(&w.step)) {
-    const std::string transport = resolve_transport(c->transport, has_rdma(all.front()));
+    const std::string transport = resolve_transport(c->transport, m.rdma.rxe);
     r.title = "workload[" + std::to_string(index) + "] " + c->collective + " (" + c->library +
               ", " + transport + ")";
-    if (transport == "ibverbs" && !has_rdma(all.front())) {
+    if (transport == "ibverbs" && !m.rdma.rxe) {
       r.failure =
           "transport ibverbs needs rxe on the hosts, and this lab has none (`fabemu "
           "status " +
