@@ -31,6 +31,12 @@ Result<void> Backend::apply(const Action& action) {
           return load_shaper(a);
         else if constexpr (std::is_same_v<T, CreateRxe>)
           return create_rxe(a);
+        else if constexpr (std::is_same_v<T, DisableOffloads>)
+          return disable_offloads(a);
+        else if constexpr (std::is_same_v<T, StartOvs>)
+          return start_ovs(a);
+        else if constexpr (std::is_same_v<T, ConfigureOvs>)
+          return configure_ovs(a);
         else
           return shape_port(a);
       },

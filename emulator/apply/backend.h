@@ -25,6 +25,9 @@ class Backend {
   virtual Result<void> load_shaper(const LoadShaper& a) = 0;
   virtual Result<void> shape_port(const ShapePort& a) = 0;
   virtual Result<void> create_rxe(const CreateRxe& a) = 0;
+  virtual Result<void> disable_offloads(const DisableOffloads& a) = 0;
+  virtual Result<void> start_ovs(const StartOvs& a) = 0;
+  virtual Result<void> configure_ovs(const ConfigureOvs& a) = 0;
   // Completes any batched work and returns the calling thread to its own namespaces.
   virtual Result<void> finish() = 0;
 

@@ -63,8 +63,9 @@ Result<void> FakeBackend::create_veth(const CreateVeth& a) {
   for (auto [ns, idx] : {std::pair{*na, a.ifindex_a}, {*nb, a.ifindex_b}})
     for (const auto& [_, iface] : ns->ifaces)
       if (idx && iface.ifindex == idx) return make_error(describe(a), EBUSY);
-  (*na)->ifaces[a.if_a] = Iface{true, a.ns_b, a.if_b, {}, a.ifindex_a, a.gso_max_segs, {}};
-  (*nb)->ifaces[a.if_b] = Iface{false, a.ns_a, a.if_a, {}, a.ifindex_b, a.gso_max_segs, {}};
+  (*na)->ifaces[a.if_a] = Iface{true, a.ns_b, a.if_b, {}, a.ifindex_a, a.gso_max_segs, {}, a.mac_a};
+  (*nb)->ifaces[a.if_b] =
+      Iface{false, a.ns_a, a.if_a, {}, a.ifindex_b, a.gso_max_segs, {}, a.mac_b};
   return ok();
 }
 
@@ -171,6 +172,47 @@ Result<void> FakeBackend::create_rxe(const CreateRxe& a) {
   return ok();
 }
 
+Result<void> FakeBackend::disable_offloads(const DisableOffloads& a) {
+  FABEMU_TRY(step(describe(a)));
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  auto it = (*ns)->ifaces.find(a.ifname);
+  if (it == (*ns)->ifaces.end()) return make_error(describe(a), ENODEV);
+  it->second.offloads_off = true;
+  return ok();
+}
+
+Result<void> FakeBackend::start_ovs(const StartOvs& a) {
+  FABEMU_TRY(step(describe(a)));
+  FABEMU_TRY(find_ns(a.ns));
+  if (!dirs.count(a.dir)) return make_error(describe(a) + ": no directory " + a.dir, ENOENT);
+  if (!ovs_running.insert(a.ns).second) return make_error(describe(a), EEXIST);
+  return ok();
+}
+
+Result<void> FakeBackend::configure_ovs(const ConfigureOvs& a) {
+  FABEMU_TRY(step(describe(a)));
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  if (!ovs_running.count(a.ns))
+    return make_error(describe(a) + ": ovs-vswitchd not running", ECONNREFUSED);
+  std::set<std::string> names, ports;
+  for (const OvsBridge& b : a.bridges) {
+    // The bridge's own (internal) port is a netdev of the namespace too.
+    if (!names.insert(b.name).second || (*ns)->ifaces.count(b.name))
+      return make_error(describe(a) + ": bridge " + b.name, EEXIST);
+    std::set<int> ofports;
+    for (const OvsPort& p : b.ports) {
+      if (!(*ns)->ifaces.count(p.ifname))
+        return make_error("port " + p.ifname + " in " + a.ns, ENODEV);
+      if (!ports.insert(p.ifname).second || !ofports.insert(p.ofport).second)
+        return make_error(describe(a) + ": port " + p.ifname + " twice", EEXIST);
+    }
+  }
+  ovs_bridges[a.ns] = a.bridges;
+  return ok();
+}
+
 Result<void> FakeBackend::mount_run_dir(const std::string& dir) {
   calls.push_back("mount " + dir);
   mounts.insert(dir);
@@ -184,7 +226,9 @@ void FakeBackend::unpin(const std::string& pin) {
   auto it = namespaces.find(p->second);
   pins.erase(p);
   if (it == namespaces.end()) return;
-  // ...and the rxe devices on them.
+  // ...and the rxe devices and OVS daemons in them.
+  ovs_running.erase(it->first);
+  ovs_bridges.erase(it->first);
   std::erase_if(rxe, [&](const auto& dev) { return dev.second.ns == it->first; });
   // Deleting a namespace deletes its veths, and with them their peers.
   for (auto& [name, iface] : it->second.ifaces)
@@ -259,8 +303,33 @@ std::vector<std::string> FakeBackend::trace(const std::string& start, Ipv4 dst, 
                                             size_t ecmp_choice) const {
   std::vector<std::string> path{start};
   std::string cur = start;
+  std::string in_if;           // where the packet entered `cur`
+  std::optional<Mac> dst_mac;  // the Ethernet destination a bridge wrote
   for (int hop = 0; hop < max_hops; ++hop) {
     const Ns& ns = namespaces.at(cur);
+    if (dst_mac && ns.ifaces.at(in_if).mac != dst_mac) return {};  // not for this port
+    dst_mac.reset();
+    if (auto bridges = ovs_bridges.find(cur); bridges != ovs_bridges.end() && !in_if.empty()) {
+      const OvsBridge* bridge = nullptr;
+      for (const OvsBridge& b : bridges->second)
+        for (const OvsPort& p : b.ports)
+          if (p.ifname == in_if) bridge = &b;
+      if (!bridge) return {};
+      path.back() = cur + "/" + bridge->name;
+      const OvsRoute* route = nullptr;  // routes are longest prefix first
+      for (const OvsRoute& r : bridge->routes)
+        if (!route && r.dst.contains(dst)) route = &r;
+      if (!route) return {};
+      const OvsHop& h = route->hops[ecmp_choice % route->hops.size()];
+      const std::string& out_if = bridge->ports.at(static_cast<size_t>(h.ofport - 1)).ifname;
+      const Iface& out = ns.ifaces.at(out_if);
+      if (out.mac != h.src || out.peer_ns.empty()) return {};
+      dst_mac = h.dst;
+      in_if = out.peer_if;
+      cur = out.peer_ns;
+      path.push_back(cur);
+      continue;
+    }
     // Local address: delivered.
     for (const auto& [_, iface] : ns.ifaces)
       for (const auto& p : iface.addrs)
@@ -282,6 +351,7 @@ std::vector<std::string> FakeBackend::trace(const std::string& start, Ipv4 dst, 
     if (best_len < 0) return {};
     const Iface& iface = ns.ifaces.at(out_if);
     if (iface.peer_ns.empty()) return {};
+    in_if = iface.peer_if;
     cur = iface.peer_ns;
     path.push_back(cur);
   }

@@ -19,6 +19,8 @@ class FakeBackend : public Backend {
     uint32_t ifindex = 0;
     uint32_t gso_max_segs = 0;
     std::optional<ShapePort> shaped;  // the link model on this port
+    std::optional<Mac> mac;           // fixed at creation; unset: random
+    bool offloads_off = false;
   };
   struct Ns {
     std::map<std::string, Iface> ifaces;
@@ -32,8 +34,10 @@ class FakeBackend : public Backend {
   std::map<std::string, std::string> pins;  // netns pin path -> namespace name
   std::set<std::string> bpf_pins;           // link-model pin dirs
   std::map<std::string, CreateRxe> rxe;     // RDMA devices by (global) name
-  std::vector<std::string> calls;           // describe() of every call, in order
-  int fail_at = -1;                         // make the Nth call (0-based) fail, to test rollback
+  std::set<std::string> ovs_running;        // namespaces with the lab's OVS daemons
+  std::map<std::string, std::vector<OvsBridge>> ovs_bridges;  // by namespace
+  std::vector<std::string> calls;                             // describe() of every call, in order
+  int fail_at = -1;  // make the Nth call (0-based) fail, to test rollback
 
   Result<void> create_namespace(const CreateNamespace& a) override;
   Result<void> set_sysctl(const SetSysctl& a) override;
@@ -48,14 +52,19 @@ class FakeBackend : public Backend {
   Result<void> load_shaper(const LoadShaper& a) override;
   Result<void> shape_port(const ShapePort& a) override;
   Result<void> create_rxe(const CreateRxe& a) override;
+  Result<void> disable_offloads(const DisableOffloads& a) override;
+  Result<void> start_ovs(const StartOvs& a) override;
+  Result<void> configure_ovs(const ConfigureOvs& a) override;
   Result<void> finish() override { return ok(); }
   Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>&) override { return ok(); }
   Result<void> remove(const JournalEntry& e) override;
 
   // Where a packet from `ns` to `dst` leaves: follows connected and static routes the way
-  // the kernel's FIB would (longest prefix), across veths, up to `max_hops` namespaces.
-  // Returns the namespaces visited, ending with the one that owns dst; empty when unroutable.
+  // the kernel's FIB would (longest prefix), and OVS bridges' flows the way OpenFlow would
+  // (checking the Ethernet destination each writes), across veths, up to `max_hops` nodes.
+  // Returns the namespaces visited ("NS/BRIDGE" for a bridge), ending with the one that owns
+  // dst; empty when unroutable.
   // The static route the FIB of `ns` would pick for dst (longest prefix), or nullptr.
   const AddRoute* route_for(const std::string& ns, Ipv4 dst) const;
 

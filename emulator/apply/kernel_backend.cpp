@@ -17,6 +17,7 @@
 #include "apply/run_root.h"
 #include "apply/veth.h"
 #include "shaping/bpffs.h"
+#include "shaping/port_setup.h"
 #include "util/files.h"
 
 namespace fabemu {
@@ -163,8 +164,9 @@ Result<void> KernelBackend::create_veth(const CreateVeth& a) {
   if (!fa) return fa.error();
   auto fb = ns_fd(a.ns_b);
   if (!fb) return fb.error();
-  auto r = create_veth_pair(*home_raw_, {*fa, a.if_a, a.ifindex_a}, {*fb, a.if_b, a.ifindex_b},
-                            a.mtu, a.gso_max_segs);
+  auto mac = [](const std::optional<Mac>& m) { return m ? std::optional(m->bytes) : std::nullopt; };
+  auto r = create_veth_pair(*home_raw_, {*fa, a.if_a, a.ifindex_a, mac(a.mac_a)},
+                            {*fb, a.if_b, a.ifindex_b, mac(a.mac_b)}, a.mtu, a.gso_max_segs);
   if (!r) return r.error().context(a.ns_a + " <-> " + a.ns_b);
   return ok();
 }
@@ -242,6 +244,27 @@ Result<void> KernelBackend::create_rxe(const CreateRxe& a) {
   auto r = rdma->add_rxe(a.name, a.netdev);
   if (!r) return r.error().context("in namespace " + a.ns);
   return ok();
+}
+
+Result<void> KernelBackend::disable_offloads(const DisableOffloads& a) {
+  FABEMU_TRY(enter(a.ns));  // the ethtool ioctl names the device in the thread's namespace
+  if (auto r = fabemu::disable_offloads(a.ifname, /*tx_checksum=*/true); !r)
+    return r.error().context("in namespace " + a.ns);
+  return ok();
+}
+
+Result<void> KernelBackend::start_ovs(const StartOvs& a) {
+  auto tools = find_ovs_tools();
+  if (!tools) return tools.error();
+  ovs_ = std::move(*tools);
+  FABEMU_TRY(enter(a.ns));  // the daemons start in this thread's namespace
+  return start_ovs_daemons(*ovs_, a);
+}
+
+Result<void> KernelBackend::configure_ovs(const ConfigureOvs& a) {
+  if (!ovs_) return make_error(describe(a) + ": OVS was not started", EINVAL);
+  FABEMU_TRY(enter(a.ns));
+  return configure_ovs_bridges(*ovs_, a);
 }
 
 Result<void> KernelBackend::mount_run_dir(const std::string& dir) {

@@ -8,6 +8,7 @@
 
 #include "apply/backend.h"
 #include "apply/cgroup.h"
+#include "apply/ovs.h"
 #include "apply/rtnl.h"
 #include "shaping/link_shaper.h"
 #include "util/background_queue.h"
@@ -36,6 +37,9 @@ class KernelBackend : public Backend {
   Result<void> load_shaper(const LoadShaper& a) override;
   Result<void> shape_port(const ShapePort& a) override;
   Result<void> create_rxe(const CreateRxe& a) override;
+  Result<void> disable_offloads(const DisableOffloads& a) override;
+  Result<void> start_ovs(const StartOvs& a) override;
+  Result<void> configure_ovs(const ConfigureOvs& a) override;
   Result<void> finish() override;
   Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>& journal) override;
@@ -62,6 +66,7 @@ class KernelBackend : public Backend {
   std::set<std::string> fresh_;                      // made here, no sysctl written yet
   std::map<std::string, std::string> fresh_values_;  // sysctl values of a new namespace
   std::optional<LinkShaper> shaper_;                 // loaded by LoadShaper
+  std::optional<OvsTools> ovs_;                      // found by StartOvs
 };
 
 }  // namespace fabemu

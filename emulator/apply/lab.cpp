@@ -34,6 +34,7 @@ const char* phase_of(const Action& a) {
   if (std::holds_alternative<MakeDir>(a) || std::holds_alternative<WriteFile>(a)) return "files";
   if (std::holds_alternative<CreateCgroup>(a)) return "cgroups";
   if (std::holds_alternative<CreateRxe>(a)) return "rdma";
+  if (std::holds_alternative<StartOvs>(a) || std::holds_alternative<ConfigureOvs>(a)) return "ovs";
   if (std::holds_alternative<LoadShaper>(a) || std::holds_alternative<ShapePort>(a))
     return "shaping";
   return nullptr;
@@ -68,6 +69,7 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
     out.plan = make_plan(out.model, paths, *pool, options.plan);
     out.plan_options = options.plan;
     out.model.rdma = options.plan.rdma;
+    out.model.ovs = options.plan.ovs;
 
     FABEMU_TRY(make_dirs(paths.run_dir(), 0755));
     JournalFile j{paths.lab, *pool, options.scenario_file, out.plan.journal, true, false};
@@ -157,6 +159,13 @@ Result<LabModel> lab_model(const LabPaths& paths, JournalFile* journal_out) {
   if (!scenario) return scenario.error();
   auto model = build_model(*scenario, j->pool);
   if (!model) return model.error();
+  if (ovs_switches(*model)) {
+    auto text = read_file(paths.ovs_file());
+    if (!text) return text.error();
+    auto choice = parse_ovs_choice(*text, paths.ovs_file());
+    if (!choice) return choice.error();
+    model->ovs = std::move(*choice);
+  }
   // The run dir's record of `up`'s rdma decision; labs made before it was kept have no rxe.
   if (auto text = read_file(paths.rdma_file())) {
     auto choice = parse_rdma_choice(*text, paths.rdma_file());

@@ -103,7 +103,7 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
     // of a rate-limited link appears.
     c.after = to_shape(to_cfg(merged, port.seed, port.policer));
     const std::string netns =
-        paths.netns_path(t.nodes[(d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node].name);
+        node_netns_path(model, paths, (d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node);
     if (!shaped) {
       FABEMU_TRY(shape_port_in(*shaper, netns, port, /*set_gso=*/true));
       c.attached_now = true;

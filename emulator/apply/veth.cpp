@@ -30,6 +30,7 @@ void put_end(NetlinkMessage& m, const VethEnd& end, uint32_t mtu, uint32_t gso_m
   m.put_u32(IFLA_MTU, mtu);
   m.put_u32(IFLA_NET_NS_FD, static_cast<uint32_t>(end.ns_fd));
   if (gso_max_segs) m.put_u32(IFLA_GSO_MAX_SEGS, gso_max_segs);
+  if (end.mac) m.put_attr(IFLA_ADDRESS, end.mac->data(), end.mac->size());
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // set its GSO limits, and the link model needs both.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "util/netlink.h"
@@ -13,7 +15,8 @@ namespace fabemu {
 struct VethEnd {
   int ns_fd = -1;  // the namespace the end is created in
   std::string ifname;
-  uint32_t ifindex = 0;  // 0: the kernel picks
+  uint32_t ifindex = 0;                       // 0: the kernel picks
+  std::optional<std::array<uint8_t, 6>> mac;  // unset: random
 };
 
 // Creates a veth pair with each end straight in its namespace (never visible in ours). End a

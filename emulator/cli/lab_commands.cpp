@@ -12,6 +12,7 @@
 #include "apply/kernel_backend.h"
 #include "apply/lab.h"
 #include "apply/netns.h"
+#include "apply/ovs.h"
 #include "cli/commands.h"
 #include "doctor/rxe_support.h"
 #include "runtime/reachability.h"
@@ -43,8 +44,10 @@ Progress terminal_progress(bool quiet) {
 
 // What a scenario asks for that this version cannot do: refused before anything is touched.
 std::optional<std::string> unsupported(const Scenario& s, const LabModel& m) {
-  if (s.fabric.switch_kind != SwitchKind::Router)
-    return "fabric.switch: only 'router' switches are implemented in this version";
+  if (s.fabric.switch_kind == SwitchKind::Bridge)
+    return "fabric.switch: 'bridge' is not implemented in this version; valid: router, ovs";
+  if (s.fabric.switch_kind == SwitchKind::Ovs)
+    if (auto tools = find_ovs_tools(); !tools) return "fabric.switch: ovs: " + tools.error().what();
   bool limits = false;
   for (const auto& n : m.topo.nodes) limits |= !n.limits.empty();
   if (limits && !detect_cgroups().usable())
@@ -72,6 +75,14 @@ std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
                   "), so rate, loss, queue and ECN hold but no delay or jitter is added; TCP "
                   "through a link policed below what the CPU carries gets far less than its "
                   "rate (nothing paces it)");
+  if (up.plan.ovs_bridges) {
+    const OvsChoice& ovs = mode.ovs;
+    out.push_back("switches: " + std::to_string(up.plan.ovs_bridges) + " Open vSwitch bridges (" +
+                  (ovs.kernel ? "kernel datapath"
+                              : "userspace datapath, " + ovs.why_userspace +
+                                    "; offloads off on every switch link") +
+                  "); `fabemu exec LAB:SWITCH -- ovs-ofctl dump-flows SWITCH`");
+  }
   if (up.plan.rxe_devices)
     out.push_back("rdma: rxe on " + std::to_string(up.plan.rxe_devices) +
                   " hosts (fabemu-LAB-HOST on each host's NIC, RoCEv2 GID index 1); `fabemu "
@@ -114,6 +125,27 @@ std::optional<std::string> choose_rdma(const Scenario& s, const LabPaths& paths,
            ". Use rdma: {enabled: auto} (or off), or a kernel >= 7.1 with rdma_rxe "
            "(./scripts/vm-run runs one)";
   out = {false, support->reason};
+  return std::nullopt;
+}
+
+// The OVS datapath: the kernel's unless the scenario says userspace or the module is missing;
+// the text of a refusal when the scenario says kernel and there is none.
+std::optional<std::string> choose_ovs_datapath(const Scenario& s, OvsChoice& out) {
+  if (s.fabric.switch_kind != SwitchKind::Ovs) return std::nullopt;
+  if (s.fabric.ovs_datapath == OvsDatapath::Userspace) {
+    out = {false, "fabric.ovs_datapath: userspace"};
+    return std::nullopt;
+  }
+  auto kernel = probe_ovs_kernel_datapath();
+  if (kernel) {
+    out = {true, ""};
+    return std::nullopt;
+  }
+  if (s.fabric.ovs_datapath == OvsDatapath::Kernel)
+    return "fabric.ovs_datapath: kernel, but " + kernel.error().what() +
+           ". Use ovs_datapath: auto (or userspace), or a kernel with the openvswitch module "
+           "(./scripts/vm-run runs one)";
+  out = {false, kernel.error().what()};
   return std::nullopt;
 }
 
@@ -175,6 +207,10 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
   }
   p.plan = probe_shaping_mode();
   if (auto refusal = choose_rdma(p.scenario, p.paths, p.plan.rdma)) {
+    print_error(p.scenario.file + ": " + *refusal);
+    return kExitBadInput;
+  }
+  if (auto refusal = choose_ovs_datapath(p.scenario, p.plan.ovs)) {
     print_error(p.scenario.file + ": " + *refusal);
     return kExitBadInput;
   }

@@ -123,13 +123,19 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
   // Kernel view of every node's interfaces.
   std::vector<std::map<std::string, InterfaceState>> ifs(t.nodes.size());
   std::vector<std::string> missing;
+  std::map<std::string, std::vector<InterfaceState>> seen;  // switches may share a namespace
   for (size_t n = 0; n < t.nodes.size(); ++n) {
-    auto r = read_interfaces(paths.netns_path(t.nodes[n].name));
-    if (!r) {
-      missing.push_back(t.nodes[n].name);
-      continue;
+    const std::string netns = node_netns_path(*model, paths, static_cast<int>(n));
+    auto it = seen.find(netns);
+    if (it == seen.end()) {
+      auto r = read_interfaces(netns);
+      if (!r) {
+        missing.push_back(t.nodes[n].name);
+        continue;
+      }
+      it = seen.emplace(netns, std::move(*r)).first;
     }
-    for (auto& s : *r) ifs[n][s.name] = s;
+    for (const InterfaceState& s : it->second) ifs[n][s.name] = s;
   }
   auto end_state = [&](int node, const std::string& ifname) -> const InterfaceState* {
     auto it = ifs[node].find(ifname);
@@ -154,6 +160,14 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
         .field("state", state)
         .field("scenario", journal.scenario_file);
     j.field("pool", model->addresses.pool.str());
+    if (ovs_switches(*model)) {
+      j.key("switches").begin_object().field("kind", "ovs");
+      j.field("datapath", model->ovs.kernel ? "kernel" : "userspace");
+      if (!model->ovs.kernel) j.field("reason", model->ovs.why_userspace);
+      j.field("run_dir", paths.ovs_dir()).end_object();
+    } else {
+      j.key("switches").begin_object().field("kind", "router").end_object();
+    }
     j.key("link_model").begin_object();
     if (lm) {
       j.field("mode", shaping_mode_name(lm->mode));
@@ -172,7 +186,7 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
       j.begin_object()
           .field("name", node.name)
           .field("role", node.role == Role::Host ? "host" : "switch");
-      j.field("namespace", paths.ns_name(node.name));
+      j.field("namespace", node_ns(*model, paths, static_cast<int>(n)));
       if (node.role == Role::Host) {
         j.field("rank", node.rank).field("address", model->addresses.host_address(t, n).str());
       } else {
@@ -189,6 +203,7 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
       for (const auto* e : {&link.a, &link.b}) {
         j.key(e == &link.a ? "a" : "b").begin_object();
         j.field("node", t.nodes[e->node].name).field("ifname", e->ifname);
+        j.field("namespace", node_ns(*model, paths, e->node));
         j.field("address", model->addresses.address_of(t, l, e->node).str());
         if (const auto* s = end_state(e->node, e->ifname)) {
           j.field("up", s->up && s->running).field("tx_packets", s->tx_packets);
@@ -224,13 +239,20 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
   if (!missing.empty())
     std::printf("  missing namespaces: %zu (first: %s)\n", missing.size(), missing.front().c_str());
   std::printf("link model: %s\n", mode_text(lm, lm_error).c_str());
+  if (ovs_switches(*model))
+    std::printf("switches: Open vSwitch bridges in %s, %s; flows in %s/SWITCH.flows\n",
+                paths.ns_name(kOvsNamespaceNode).c_str(),
+                model->ovs.kernel
+                    ? "kernel datapath"
+                    : ("userspace datapath (" + model->ovs.why_userspace + ")").c_str(),
+                paths.ovs_dir().c_str());
   std::printf("\n%-12s %-7s %-16s %s\n", "NODE", "ROLE", "ADDRESS", "NAMESPACE");
   for (size_t n = 0; n < t.nodes.size(); ++n) {
     const Node& node = t.nodes[n];
     bool host = node.role == Role::Host;
     Ipv4 ip = host ? model->addresses.host_address(t, n) : *model->addresses.loopback[n];
     std::printf("%-12s %-7s %-16s %s\n", node.name.c_str(), host ? "host" : "switch",
-                ip.str().c_str(), paths.ns_name(node.name).c_str());
+                ip.str().c_str(), node_ns(*model, paths, static_cast<int>(n)).c_str());
   }
   std::printf("\n%-22s %-5s %-17s %-17s %-6s %10s %8s %8s %8s %9s  %s\n", "LINK", "STATE",
               "A ADDRESS", "B ADDRESS", "DIR", "PACKETS", "DROPS", "QDROPS", "CE", "QDELAY99",

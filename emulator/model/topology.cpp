@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace fabemu {
 
@@ -67,6 +68,38 @@ void Topology::name_interfaces() {
       end.ifname = by_peer ? peer : "eth" + std::to_string(i);
     }
   }
+}
+
+void Topology::name_ovs_ports() {
+  constexpr size_t kMaxIfname = 15;
+  std::set<std::string> taken;  // bridges are netdevs of the same namespace
+  for (const Node& n : nodes)
+    if (n.role == Role::Switch) taken.insert(n.name);
+  std::map<std::string, int> wanted;
+  auto preferred = [&](int link, bool b_side) {
+    const Link& l = links[link];
+    const LinkEnd& self = b_side ? l.b : l.a;
+    const LinkEnd& peer = b_side ? l.a : l.b;
+    return nodes[self.node].name + "-" + nodes[peer.node].name;
+  };
+  for (size_t i = 0; i < links.size(); ++i)
+    for (bool b_side : {false, true})
+      if (nodes[(b_side ? links[i].b : links[i].a).node].role == Role::Switch)
+        wanted[preferred(static_cast<int>(i), b_side)]++;
+  for (size_t i = 0; i < links.size(); ++i)
+    for (bool b_side : {false, true}) {
+      LinkEnd& end = b_side ? links[i].b : links[i].a;
+      if (nodes[end.node].role != Role::Switch) continue;
+      std::string name = preferred(static_cast<int>(i), b_side);
+      if (name.size() > kMaxIfname || wanted[name] > 1 || taken.count(name) ||
+          is_reserved_with_ovs(name))
+        name = "p" + std::to_string(i) + (b_side ? "b" : "a");
+      end.ifname = name;
+    }
+}
+
+bool is_reserved_with_ovs(std::string_view name) {
+  return name == kOvsNamespaceNode || name == "ovs-system" || name == "ovs-netdev";
 }
 
 std::vector<int> find_links(const Topology& topo, std::string_view a, std::string_view b) {

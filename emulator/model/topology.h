@@ -50,10 +50,18 @@ class Topology {
   int add_link(int a, int b, std::string cls);
   // Names every port: hosts get eth0.., switches the peer's name when it is unique and fits.
   void name_interfaces();
+  // Renames switch ports for Open vSwitch switches, whose ports all sit in one namespace:
+  // "SWITCH-PEER" ("leaf1-spine2") where that fits and is unique, else "pLINKa"/"pLINKb".
+  void name_ovs_ports();
 
  private:
   std::vector<std::vector<int>> node_links_;
 };
+
+// With fabric.switch: ovs, the name of the lab's namespace that holds the OVS daemons and every
+// switch port ("fabemu-LAB-ovs"): no node may take it, nor the devices OVS makes there.
+inline constexpr const char* kOvsNamespaceNode = "ovs";
+bool is_reserved_with_ovs(std::string_view node_name);
 
 // The link classes a topology kind defines (keys allowed under `links:`).
 std::vector<std::string> link_classes(TopologyKind kind);

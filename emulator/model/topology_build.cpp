@@ -129,6 +129,18 @@ Result<Topology> build_topology(const Scenario& s) {
       break;
   }
   if (t.host_count() == 0) return at(s.topology.loc, "topology: has no hosts");
+  if (s.fabric.switch_kind == SwitchKind::Ovs) {
+    for (size_t i = 0; i < t.nodes.size(); ++i)
+      if (is_reserved_with_ovs(t.nodes[i].name)) {
+        const SourceLoc& loc = s.topology.kind == TopologyKind::Explicit
+                                   ? s.topology.explicit_.nodes[i].loc
+                                   : s.topology.loc;
+        return at(loc, "topology.nodes.name: '" + t.nodes[i].name +
+                           "' is taken with fabric.switch: ovs (the lab's OVS namespace and its "
+                           "devices: ovs, ovs-system, ovs-netdev); pick another name");
+      }
+    t.name_ovs_ports();
+  }
   FABEMU_TRY(resolve_shapes(s, t));
   FABEMU_TRY(resolve_hosts(s, t));
   FABEMU_TRY(check_workload_and_faults(s, t));

@@ -46,6 +46,9 @@ struct LabPaths {
   // Shared by every host of the lab (the hosts' own /tmp is private): rendezvous files of
   // collectives, workload outputs.
   std::string shared_dir() const { return run_dir() + "/shared"; }
+  // With Open vSwitch switches: the daemons' database, sockets, logs and each bridge's flows.
+  std::string ovs_dir() const { return run_dir() + "/ovs"; }
+  std::string ovs_file() const { return run_dir() + "/ovs-datapath"; }  // kernel or userspace
   // RDMA device names are global (not per namespace): named like the host's namespace, the lab
   // and host in the name keep them apart and tell users whose they are.
   std::string rxe_name(const std::string& host) const { return ns_name(host); }

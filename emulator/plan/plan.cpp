@@ -26,7 +26,7 @@ Result<LabModel> build_model(const Scenario& scenario, int pool) {
 namespace {
 
 void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Scenario& s,
-                 const PlanOptions& options) {
+                 const PlanOptions& options, bool forwards) {
   const FabricSpec& fabric = s.fabric;
   auto set = [&](std::string key, std::string value, bool optional = false) {
     plan.actions.push_back(SetSysctl{ns, std::move(key), std::move(value), optional});
@@ -44,7 +44,7 @@ void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Scen
   set("net/ipv4/conf/default/rp_filter", "0");
   if (node.role == Role::Host && !s.hosts.tcp_congestion.empty())
     set("net/ipv4/tcp_congestion_control", s.hosts.tcp_congestion);
-  if (node.role == Role::Switch) {
+  if (node.role == Role::Switch && forwards) {
     set("net/ipv4/ip_forward", "1");
     // Per namespace and 0 (L3) in a new one: without this every flow between two hosts
     // takes one path whatever its ports.
@@ -98,12 +98,28 @@ std::string direction_name(const Topology& t, int link, bool b_to_a) {
   return b_to_a ? b + ">" + a : a + ">" + b;
 }
 
+bool ovs_switches(const LabModel& m) {
+  return m.scenario.fabric.switch_kind == SwitchKind::Ovs;
+}
+
+std::string node_ns(const LabModel& m, const LabPaths& paths, int node) {
+  if (ovs_switches(m) && m.topo.nodes[node].role == Role::Switch)
+    return paths.ns_name(kOvsNamespaceNode);
+  return paths.ns_name(m.topo.nodes[node].name);
+}
+
+std::string node_netns_path(const LabModel& m, const LabPaths& paths, int node) {
+  if (ovs_switches(m) && m.topo.nodes[node].role == Role::Switch)
+    return paths.netns_path(kOvsNamespaceNode);
+  return paths.netns_path(m.topo.nodes[node].name);
+}
+
 ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_a,
                   const PlanOptions& options, const LinkShape& shape) {
   const Topology& t = m.topo;
   const LinkEnd& from = b_to_a ? t.links[link].b : t.links[link].a;
   ShapePort p;
-  p.ns = paths.ns_name(t.nodes[from.node].name);
+  p.ns = node_ns(m, paths, from.node);
   p.ifname = from.ifname;
   p.ifindex = port_ifindex(link, b_to_a);
   p.direction = direction_name(t, link, b_to_a);
@@ -167,6 +183,17 @@ Result<RdmaChoice> parse_rdma_choice(const std::string& text, const std::string&
   return RdmaChoice{r.word == "rxe", r.reason};
 }
 
+std::string format_ovs_choice(const OvsChoice& c) {
+  return c.kernel ? format_record("kernel", "") : format_record("userspace", c.why_userspace);
+}
+
+Result<OvsChoice> parse_ovs_choice(const std::string& text, const std::string& path) {
+  const Record r = parse_record(text);
+  if (r.word != "kernel" && r.word != "userspace")
+    return make_error(path + ": not an OVS datapath: " + text, EINVAL);
+  return OvsChoice{r.word == "kernel", r.reason};
+}
+
 std::string host_nic(const Topology& t, int host) {
   const auto links = t.links_of(host);
   return links.empty() ? "" : t.links[links.front()].end(host).ifname;
@@ -202,7 +229,16 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   plan.actions.push_back(MakeDir{paths.shared_dir()});
   plan.actions.push_back(MakeDir{paths.etc_dir()});
 
-  for (const Node& n : t.nodes) {
+  const bool ovs = ovs_switches(m);
+  std::vector<const Node*> namespaced;  // nodes with a namespace of their own
+  for (const Node& n : t.nodes)
+    if (!(ovs && n.role == Role::Switch)) namespaced.push_back(&n);
+  // The OVS namespace: the daemons and every switch port. Named like a node (the topology
+  // refuses nodes of that name), set up like a switch that does not forward itself.
+  Node ovs_node{kOvsNamespaceNode, Role::Switch};
+  if (ovs) namespaced.push_back(&ovs_node);
+  for (const Node* np : namespaced) {
+    const Node& n = *np;
     const std::string ns = paths.ns_name(n.name);
     const bool host = n.role == Role::Host;
     plan.journal.push_back({K::Netns, paths.netns_pin(n.name)});
@@ -212,7 +248,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     plan.actions.push_back(
         CreateNamespace{ns, paths.netns_pin(n.name), host ? paths.uts_path(n.name) : "", n.name});
     plan.actions.push_back(MakeSymlink{paths.netns_pin(n.name), paths.netns_path(n.name)});
-    add_sysctls(plan, ns, n, m.scenario, options);
+    add_sysctls(plan, ns, n, m.scenario, options, /*forwards=*/!(ovs && &n == &ovs_node));
     plan.actions.push_back(SetLinkUp{ns, "lo"});
     ++plan.namespaces;
   }
@@ -229,19 +265,25 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   for (size_t i = 0; i < t.links.size(); ++i) {
     const Link& l = t.links[i];
     const int id = static_cast<int>(i);
-    plan.actions.push_back(CreateVeth{paths.ns_name(t.nodes[l.a.node].name), l.a.ifname,
-                                      paths.ns_name(t.nodes[l.b.node].name), l.b.ifname,
-                                      m.scenario.fabric.mtu, port_ifindex(id, false),
-                                      port_ifindex(id, true), shaped ? 1u : 0u});
+    CreateVeth v{node_ns(m, paths, l.a.node), l.a.ifname,
+                 node_ns(m, paths, l.b.node), l.b.ifname,
+                 m.scenario.fabric.mtu,       port_ifindex(id, false),
+                 port_ifindex(id, true),      shaped ? 1u : 0u};
+    if (ovs) {
+      v.mac_a = port_mac(pool, id, false);
+      v.mac_b = port_mac(pool, id, true);
+    }
+    plan.actions.push_back(std::move(v));
     ++plan.veths;
   }
 
   for (size_t id = 0; id < t.nodes.size(); ++id) {
     const Node& n = t.nodes[id];
-    const std::string ns = paths.ns_name(n.name);
     const int node = static_cast<int>(id);
+    const std::string ns = node_ns(m, paths, node);
     for (int l : t.links_of(node))
       if (t.links[l].b.node == node) plan.actions.push_back(SetLinkUp{ns, t.links[l].b.ifname});
+    if (ovs && n.role == Role::Switch) continue;  // OpenFlow routes, ARP answered by flows
     for (int l : t.links_of(node))
       plan.actions.push_back(AddAddress{ns, t.links[l].end(node).ifname,
                                         Prefix{m.addresses.address_of(t, l, node), 31}});
@@ -254,6 +296,26 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
       plan.actions.push_back(std::move(a));
       ++plan.routes;
     }
+  }
+
+  if (ovs) {
+    // Userspace OVS reads frames off packet sockets: both ends of every link to a switch send
+    // them finished.
+    if (!options.ovs.kernel)
+      for (const Link& l : t.links)
+        for (const LinkEnd* e : {&l.a, &l.b})
+          if (t.nodes[l.a.node].role == Role::Switch || t.nodes[l.b.node].role == Role::Switch)
+            plan.actions.push_back(DisableOffloads{node_ns(m, paths, e->node), e->ifname});
+    const std::string ns = paths.ns_name(kOvsNamespaceNode);
+    plan.actions.push_back(MakeDir{paths.ovs_dir()});
+    plan.actions.push_back(WriteFile{paths.ovs_file(), format_ovs_choice(options.ovs)});
+    plan.actions.push_back(StartOvs{ns, paths.ovs_dir()});
+    ConfigureOvs c{ns, paths.ovs_dir(), options.ovs.kernel ? "system" : "netdev", {}};
+    for (int sw : t.switches())
+      c.bridges.push_back(
+          ovs_bridge(t, m.addresses, m.routes[sw], sw, m.scenario.fabric, m.scenario.seed, pool));
+    plan.ovs_bridges = static_cast<int>(c.bridges.size());
+    plan.actions.push_back(std::move(c));
   }
 
   // Soft-RoCE on each host's NIC once it is up with its address (the RoCEv2 GID of index 1
@@ -290,9 +352,9 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   plan.actions.push_back(
       WriteFile{paths.etc_dir() + "/hosts", hosts_file(t, m.addresses, paths.lab)});
   plan.actions.push_back(MakeDir{paths.etc_netns_dir});
-  for (const Node& n : t.nodes) {
-    plan.actions.push_back(MakeSymlink{paths.etc_dir(), paths.etc_link(n.name)});
-    if (n.role == Role::Host) plan.actions.push_back(MakeDir{paths.host_tmp(n.name)});
+  for (const Node* n : namespaced) {
+    plan.actions.push_back(MakeSymlink{paths.etc_dir(), paths.etc_link(n->name)});
+    if (n->role == Role::Host) plan.actions.push_back(MakeDir{paths.host_tmp(n->name)});
   }
 
   // cgroups only for limited hosts: a memory cgroup costs the kernel far more than a namespace.
@@ -351,6 +413,22 @@ std::string describe(const Action& action) {
     }
     std::string operator()(const CreateRxe& a) const {
       return "create rxe device " + a.name + " on " + a.netdev + " in " + a.ns;
+    }
+    std::string operator()(const DisableOffloads& a) const {
+      return "turn checksum/segmentation offloads off on " + a.ifname + " in " + a.ns;
+    }
+    std::string operator()(const StartOvs& a) const {
+      return "start ovsdb-server and ovs-vswitchd in " + a.ns + " (run dir " + a.dir + ")";
+    }
+    std::string operator()(const ConfigureOvs& a) const {
+      size_t ports = 0, flows = 0;
+      for (const auto& b : a.bridges) {
+        ports += b.ports.size();
+        flows += ovs_flow_lines(b).size();
+      }
+      return "create " + std::to_string(a.bridges.size()) + " OVS bridges (datapath " + a.datapath +
+             ", " + std::to_string(ports) + " ports, " + std::to_string(flows) + " flows) in " +
+             a.ns;
     }
   } visitor;
   return std::visit(visitor, action);

@@ -11,6 +11,7 @@
 #include "model/routing.h"
 #include "model/topology.h"
 #include "plan/lab_paths.h"
+#include "plan/ovs_switch.h"
 #include "scenario/scenario.h"
 #include "shaping/link_cfg.h"
 
@@ -50,6 +51,31 @@ struct CreateVeth {
   // 1 on shaped ports: TCP then hands the port one wire packet per skb, so that a loss, a mark
   // and a departure time each concern one packet. 0: the kernel's default.
   uint32_t gso_max_segs = 0;
+  // Fixed MACs where OVS switches rewrite Ethernet headers from the plan; unset: random.
+  std::optional<Mac> mac_a, mac_b;
+};
+
+// Transmit checksumming, TSO, GSO and GRO off on a port: OVS's userspace datapath reads and
+// writes whole frames on packet sockets, so a frame must leave its sender complete (TCP stalls
+// on the checksums a veth would otherwise leave to "hardware").
+struct DisableOffloads {
+  std::string ns, ifname;
+};
+
+// The lab's own ovsdb-server and ovs-vswitchd, started in the OVS namespace with their
+// database, sockets and logs in `dir` (OVS_RUNDIR): nothing shared with an OVS the machine runs.
+struct StartOvs {
+  std::string ns;
+  std::string dir;
+};
+
+// Every switch as a bridge of `datapath` ("system": the kernel module; "netdev": userspace),
+// with its ports, then each bridge's groups and flows (also kept in dir/NAME.flows, .groups).
+struct ConfigureOvs {
+  std::string ns;
+  std::string dir;
+  std::string datapath;
+  std::vector<OvsBridge> bridges;
 };
 
 // Loads the link model and pins its maps for the lab (once, before any ShapePort).
@@ -121,9 +147,9 @@ struct CreateRxe {
   std::string name;
 };
 
-using Action =
-    std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, AddAddress, AddRoute, WriteFile,
-                 MakeDir, MakeSymlink, CreateCgroup, LoadShaper, ShapePort, CreateRxe>;
+using Action = std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, AddAddress, AddRoute,
+                            WriteFile, MakeDir, MakeSymlink, CreateCgroup, LoadShaper, ShapePort,
+                            CreateRxe, DisableOffloads, StartOvs, ConfigureOvs>;
 
 std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 
@@ -147,6 +173,7 @@ struct Plan {
   int namespaces = 0, veths = 0, routes = 0;  // for progress and reports
   int shaped_ports = 0;
   int rxe_devices = 0;
+  int ovs_bridges = 0;
 };
 
 // Whether the hosts get soft-RoCE (rxe) devices: the scenario's rdma.enabled against what the
@@ -163,6 +190,16 @@ Result<RdmaChoice> parse_rdma_choice(const std::string& text, const std::string&
 // what *_SOCKET_IFNAME name.
 std::string host_nic(const Topology& t, int host);
 
+// Which datapath OVS switches use: the kernel's where the scenario allows it and the module is
+// there, else userspace. Kept in the lab's run dir (LabPaths::ovs_file) as "kernel" or
+// "userspace <why>".
+struct OvsChoice {
+  bool kernel = false;
+  std::string why_userspace;  // "fabric.ovs_datapath: userspace", "no openvswitch module (...)"
+};
+std::string format_ovs_choice(const OvsChoice& choice);
+Result<OvsChoice> parse_ovs_choice(const std::string& text, const std::string& path);
+
 // What the running kernel lets the link model do (probed by the caller: plans are pure).
 struct PlanOptions {
   bool fq = true;  // sch_fq exists: departure times (delay, jitter, exact rate); else policer
@@ -172,6 +209,7 @@ struct PlanOptions {
   // that a flow is never reordered between CPUs. Empty: leave RPS off.
   std::string rps_mask;
   RdmaChoice rdma;  // soft-RoCE on the hosts, as `up` decided
+  OvsChoice ovs;    // with fabric.switch: ovs
 };
 
 // The hex cpumask of CPUs 0..n-1 in the kernel's format (32-bit groups joined by commas).
@@ -201,7 +239,15 @@ struct LabModel {
   // Not part of the pure model: what `up` decided, read back from the run dir by lab_model()
   // (build_model leaves it off), so that `exec` and workloads see the hosts' rxe devices.
   RdmaChoice rdma;
+  OvsChoice ovs;  // the same for the OVS datapath
 };
+
+// Whether the lab's switches are OVS bridges (all in one namespace) rather than routers.
+bool ovs_switches(const LabModel& m);
+// The namespace that holds a node's ports: its own, or for an OVS switch the lab's OVS
+// namespace; its name and its pin's path for `ip netns`.
+std::string node_ns(const LabModel& m, const LabPaths& paths, int node);
+std::string node_netns_path(const LabModel& m, const LabPaths& paths, int node);
 
 // Scenario -> topology -> addresses -> routes, all pure.
 Result<LabModel> build_model(const Scenario& scenario, int pool);

@@ -1,6 +1,8 @@
 // Building a node's context: paths from LabPaths, rank environment from the model.
 #include "runtime/host_env.h"
 
+#include "apply/ovs.h"
+
 namespace fabemu {
 
 NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
@@ -10,7 +12,7 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
   c.lab = paths.lab;
   c.node = n.name;
   c.host = n.role == Role::Host;
-  c.netns_path = paths.netns_path(n.name);
+  c.netns_path = node_netns_path(m, paths, id);
   c.etc_dir = paths.etc_dir();
   c.env = {{"FABEMU_LAB", paths.lab},
            {"FABEMU_NODE", n.name},
@@ -18,6 +20,12 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
   std::string ifnames;
   for (int l : t.links_of(id)) ifnames += (ifnames.empty() ? "" : ",") + t.links[l].end(id).ifname;
   c.env.push_back({"FABEMU_IFNAMES", ifnames});
+  // An OVS switch is a bridge in the lab's OVS namespace: ovs-vsctl, ovs-ofctl and ovs-appctl
+  // there reach the lab's own daemons.
+  if (!c.host && ovs_switches(m)) {
+    const auto env = ovs_env(paths.ovs_dir());
+    c.env.insert(c.env.end(), env.begin(), env.end());
+  }
   if (!c.host) return c;
 
   c.uts_path = paths.uts_path(n.name);

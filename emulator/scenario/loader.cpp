@@ -37,11 +37,18 @@ namespace detail {
 namespace {
 
 FabricSpec read_fabric(const Field& f) {
-  f.check_keys({"switch", "ecmp_hash", "mtu"});
+  f.check_keys({"switch", "ecmp_hash", "mtu", "ovs_datapath"});
   FabricSpec fabric;
   if (auto s = f.find("switch")) {
     fabric.switch_kind = s->choice<SwitchKind>(
         {{"router", SwitchKind::Router}, {"bridge", SwitchKind::Bridge}, {"ovs", SwitchKind::Ovs}});
+  }
+  if (auto d = f.find("ovs_datapath")) {
+    fabric.ovs_datapath = d->choice<OvsDatapath>({{"auto", OvsDatapath::Auto},
+                                                  {"kernel", OvsDatapath::Kernel},
+                                                  {"userspace", OvsDatapath::Userspace}});
+    if (fabric.switch_kind != SwitchKind::Ovs)
+      d->fail("only with switch: ovs (router switches have no OVS datapath)");
   }
   if (auto h = f.find("ecmp_hash")) {
     fabric.ecmp_hash = h->choice<EcmpHash>({{"l3", EcmpHash::L3}, {"l4", EcmpHash::L4}});

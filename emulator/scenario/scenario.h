@@ -97,9 +97,12 @@ struct TopologySpec {
 
 enum class SwitchKind { Router, Bridge, Ovs };
 enum class EcmpHash { L3, L4 };
+// Open vSwitch's datapath: the kernel module where it exists (auto), else userspace (netdev).
+enum class OvsDatapath { Auto, Kernel, Userspace };
 
 struct FabricSpec {
   SwitchKind switch_kind = SwitchKind::Router;
+  OvsDatapath ovs_datapath = OvsDatapath::Auto;  // with switch_kind Ovs only
   EcmpHash ecmp_hash = EcmpHash::L4;
   uint32_t mtu = 1500;
 };

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "util/unique_fd.h"
 
@@ -109,10 +110,12 @@ Result<void> remove_root_qdisc(NetlinkSocket& rtnl, int ifindex) {
   return ok();
 }
 
-Result<void> disable_offloads(const std::string& ifname) {
+Result<void> disable_offloads(const std::string& ifname, bool tx_checksum) {
   UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!sock.valid()) return errno_error("opening an ethtool socket");
-  for (uint32_t cmd : {ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO}) {
+  std::vector<uint32_t> cmds = {ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO};
+  if (tx_checksum) cmds.insert(cmds.begin(), ETHTOOL_STXCSUM);  // TSO needs it: off first
+  for (uint32_t cmd : cmds) {
     ethtool_value v{};
     v.cmd = cmd;
     v.data = 0;
@@ -120,7 +123,7 @@ Result<void> disable_offloads(const std::string& ifname) {
     std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
     ifr.ifr_data = reinterpret_cast<char*>(&v);
     if (::ioctl(sock.get(), SIOCETHTOOL, &ifr) != 0 && errno != EOPNOTSUPP)
-      return errno_error("turning segmentation offloads off on " + ifname);
+      return errno_error("turning offloads off on " + ifname);
   }
   return ok();
 }

@@ -22,9 +22,10 @@ Result<void> replace_root_htb(NetlinkSocket& rtnl, int ifindex, const HtbParams&
 Result<void> remove_root_qdisc(NetlinkSocket& rtnl, int ifindex);
 
 // Turns TSO, GSO and GRO off on `ifname` in the calling thread's namespace, so that the stack
-// hands the port (and the next port after a forward) one wire packet at a time. Features a
+// hands the port (and the next port after a forward) one wire packet at a time; with
+// `tx_checksum` transmit checksumming too (every frame leaves with its checksums). Features a
 // device does not have count as off.
-Result<void> disable_offloads(const std::string& ifname);
+Result<void> disable_offloads(const std::string& ifname, bool tx_checksum = false);
 
 // Whether the running kernel has sch_fq, tried on loopback in a throwaway namespace (a thread
 // of its own, so the caller's namespaces never change). The error says why not.

@@ -1,0 +1,148 @@
+// OVS daemons and bridges: ovsdb-tool, ovsdb-server, ovs-vswitchd, ovs-vsctl, ovs-ofctl.
+#include "apply/ovs.h"
+
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "util/files.h"
+#include "util/netlink.h"
+#include "util/subprocess.h"
+
+namespace fabemu {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string find_program(const std::string& name) {
+  // sudo's PATH often lacks /usr/sbin, where Debian puts the daemons.
+  for (const char* dir :
+       {"/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/sbin", "/usr/local/bin"}) {
+    std::string path = std::string(dir) + "/" + name;
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  }
+  return "";
+}
+
+std::string lines_text(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+}  // namespace
+
+Result<OvsTools> find_ovs_tools() {
+  OvsTools t{find_program("ovsdb-tool"), find_program("ovsdb-server"), find_program("ovs-vswitchd"),
+             find_program("ovs-vsctl"),  find_program("ovs-ofctl"),    ""};
+  std::string missing;
+  for (auto [name, path] : {std::pair{"ovsdb-tool", &t.ovsdb_tool},
+                            {"ovsdb-server", &t.ovsdb_server},
+                            {"ovs-vswitchd", &t.vswitchd},
+                            {"ovs-vsctl", &t.vsctl},
+                            {"ovs-ofctl", &t.ofctl}})
+    if (path->empty()) missing += std::string(missing.empty() ? "" : ", ") + name;
+  for (const char* schema : {"/usr/share/openvswitch/vswitch.ovsschema",
+                             "/usr/local/share/openvswitch/vswitch.ovsschema"})
+    if (path_exists(schema)) t.schema = schema;
+  if (t.schema.empty()) missing += std::string(missing.empty() ? "" : ", ") + "vswitch.ovsschema";
+  if (!missing.empty())
+    return make_error(
+        "Open vSwitch is not installed (missing " + missing + "; apt install openvswitch-switch)",
+        ENOENT);
+  return t;
+}
+
+Result<std::string> ovs_version(const OvsTools& tools) {
+  auto out = run_command({tools.vswitchd, "--version"}, {{}, 10s});
+  if (!out) return out.error();
+  // "ovs-vswitchd (Open vSwitch) 3.1.0"
+  const std::string first = out->substr(0, out->find('\n'));
+  return first.substr(first.rfind(' ') + 1);
+}
+
+Result<void> probe_ovs_kernel_datapath() {
+  auto genl = NetlinkSocket::open(NETLINK_GENERIC, 5s);
+  if (!genl) return genl.error();
+  NetlinkMessage m(GENL_ID_CTRL, 0);
+  genlmsghdr g{};
+  g.cmd = CTRL_CMD_GETFAMILY;
+  g.version = 1;
+  m.put_header(g);
+  m.put_string(CTRL_ATTR_FAMILY_NAME, "ovs_datapath");
+  auto r = genl->transact(m, "resolving genetlink family ovs_datapath");
+  if (!r) {
+    if (errno_of(r.error()) == ENOENT)
+      return make_error("no openvswitch kernel module (genetlink family ovs_datapath unknown)",
+                        ENOENT);
+    return r.error();
+  }
+  return ok();
+}
+
+std::vector<std::pair<std::string, std::string>> ovs_env(const std::string& dir) {
+  return {{"OVS_RUNDIR", dir}, {"OVS_DBDIR", dir}, {"OVS_LOGDIR", dir}};
+}
+
+Result<void> start_ovs_daemons(const OvsTools& tools, const StartOvs& a) {
+  const CommandOptions opts{ovs_env(a.dir), 30s};
+  const std::string db = a.dir + "/conf.db", sock = "unix:" + a.dir + "/db.sock";
+  auto in = [&](Result<std::string> r) -> Result<void> {
+    if (!r) return r.error().context("starting the lab's Open vSwitch in " + a.ns);
+    return ok();
+  };
+  FABEMU_TRY(in(run_command({tools.ovsdb_tool, "create", db, tools.schema}, opts)));
+  // Logs go to files in the run dir only: a lab's switches should not fill the system log.
+  FABEMU_TRY(in(run_command(
+      {tools.ovsdb_server, db, "--remote=punix:" + a.dir + "/db.sock", "--pidfile", "--detach",
+       "--no-chdir", "--log-file", "-vconsole:off", "-vsyslog:off", "-vfile:info"},
+      opts)));
+  FABEMU_TRY(in(run_command({tools.vsctl, "--db=" + sock, "--no-wait", "init"}, opts)));
+  FABEMU_TRY(in(run_command({tools.vswitchd, sock, "--pidfile", "--detach", "--no-chdir",
+                             "--log-file", "-vconsole:off", "-vsyslog:off", "-vfile:info"},
+                            opts)));
+  return ok();
+}
+
+Result<void> configure_ovs_bridges(const OvsTools& tools, const ConfigureOvs& a) {
+  const CommandOptions opts{ovs_env(a.dir), 120s};
+  std::vector<std::string> vsctl = {tools.vsctl, "--db=unix:" + a.dir + "/db.sock",
+                                    "--timeout=120"};
+  for (size_t i = 0; i < a.bridges.size(); ++i) {
+    const OvsBridge& b = a.bridges[i];
+    char dpid[17];
+    std::snprintf(dpid, sizeof dpid, "%016zx", i + 1);
+    // secure: a bridge without flows drops; never the L2 learning switch (which would flood
+    // around the Clos's loops) while flows are still being loaded.
+    vsctl.insert(vsctl.end(), {"--", "add-br", b.name, "--", "set", "bridge", b.name,
+                               "datapath_type=" + a.datapath, "fail_mode=secure",
+                               "other_config:datapath-id=" + std::string(dpid)});
+    for (const OvsPort& p : b.ports)
+      vsctl.insert(vsctl.end(), {"--", "add-port", b.name, p.ifname, "--", "set", "interface",
+                                 p.ifname, "ofport_request=" + std::to_string(p.ofport)});
+  }
+  if (auto r = run_command(vsctl, opts); !r)
+    return r.error().context("creating OVS bridges in " + a.ns);
+  for (const OvsBridge& b : a.bridges) {
+    const std::string target = "unix:" + a.dir + "/" + b.name + ".mgmt";
+    const std::string groups = a.dir + "/" + b.name + ".groups";
+    const std::string flows = a.dir + "/" + b.name + ".flows";
+    const auto group_lines = ovs_group_lines(b);
+    FABEMU_TRY(write_file(groups, lines_text(group_lines)));
+    FABEMU_TRY(write_file(flows, lines_text(ovs_flow_lines(b))));
+    if (!group_lines.empty())
+      if (auto r =
+              run_command({tools.ofctl, "-O", "OpenFlow15", "add-groups", target, groups}, opts);
+          !r)
+        return r.error().context("loading bridge " + b.name + "'s groups (" + groups + ")");
+    if (auto r = run_command({tools.ofctl, "-O", "OpenFlow15", "add-flows", target, flows}, opts);
+        !r)
+      return r.error().context("loading bridge " + b.name + "'s flows (" + flows + ")");
+  }
+  return ok();
+}
+
+}  // namespace fabemu
