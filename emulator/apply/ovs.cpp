@@ -5,8 +5,12 @@
 #include <linux/netlink.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <thread>
 
 #include "util/files.h"
 #include "util/netlink.h"
@@ -17,6 +21,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// ovs-ofctl processes at once; they only talk to unix sockets, from any namespace.
+constexpr size_t kParallelBundles = 16;
+
 std::string find_program(const std::string& name) {
   // sudo's PATH often lacks /usr/sbin, where Debian puts the daemons.
   for (const char* dir :
@@ -25,12 +32,6 @@ std::string find_program(const std::string& name) {
     if (::access(path.c_str(), X_OK) == 0) return path;
   }
   return "";
-}
-
-std::string lines_text(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l + "\n";
-  return out;
 }
 
 }  // namespace
@@ -64,7 +65,7 @@ Result<std::string> ovs_version(const OvsTools& tools) {
   return first.substr(first.rfind(' ') + 1);
 }
 
-Result<void> probe_ovs_kernel_datapath() {
+Result<int> probe_ovs_kernel_datapath() {
   auto genl = NetlinkSocket::open(NETLINK_GENERIC, 5s);
   if (!genl) return genl.error();
   NetlinkMessage m(GENL_ID_CTRL, 0);
@@ -80,7 +81,16 @@ Result<void> probe_ovs_kernel_datapath() {
                         ENOENT);
     return r.error();
   }
-  return ok();
+  for (const std::string& reply : *r) {
+    if (reply.size() < GENL_HDRLEN) continue;
+    for (const NetlinkAttr& attr : parse_attrs(std::string_view(reply).substr(GENL_HDRLEN)))
+      if (attr.type == CTRL_ATTR_FAMILY_ID && attr.payload.size() >= 2) {
+        uint16_t id;
+        std::memcpy(&id, attr.payload.data(), sizeof id);
+        return static_cast<int>(id);
+      }
+  }
+  return make_error("genetlink family ovs_datapath: no id in the reply", EPROTO);
 }
 
 std::vector<std::pair<std::string, std::string>> ovs_env(const std::string& dir) {
@@ -126,22 +136,33 @@ Result<void> configure_ovs_bridges(const OvsTools& tools, const ConfigureOvs& a)
   }
   if (auto r = run_command(vsctl, opts); !r)
     return r.error().context("creating OVS bridges in " + a.ns);
+  // One bundle (an atomic OpenFlow 1.4+ transaction) per bridge, all bridges at once:
+  // ovs-vswitchd's main loop costs about the same per wakeup whatever it carries (with
+  // userspace ports it polls every one), so flow_mods one by one took 108 s for a k=8
+  // fat-tree, bundles one bridge at a time 14 s.
+  std::vector<std::string> bundles;
   for (const OvsBridge& b : a.bridges) {
-    const std::string target = "unix:" + a.dir + "/" + b.name + ".mgmt";
-    const std::string groups = a.dir + "/" + b.name + ".groups";
-    const std::string flows = a.dir + "/" + b.name + ".flows";
-    const auto group_lines = ovs_group_lines(b);
-    FABEMU_TRY(write_file(groups, lines_text(group_lines)));
-    FABEMU_TRY(write_file(flows, lines_text(ovs_flow_lines(b))));
-    if (!group_lines.empty())
-      if (auto r =
-              run_command({tools.ofctl, "-O", "OpenFlow15", "add-groups", target, groups}, opts);
-          !r)
-        return r.error().context("loading bridge " + b.name + "'s groups (" + groups + ")");
-    if (auto r = run_command({tools.ofctl, "-O", "OpenFlow15", "add-flows", target, flows}, opts);
-        !r)
-      return r.error().context("loading bridge " + b.name + "'s flows (" + flows + ")");
+    std::string text;
+    for (const auto& g : ovs_group_lines(b)) text += "group add " + g + "\n";
+    for (const auto& f : ovs_flow_lines(b)) text += "flow add " + f + "\n";
+    bundles.push_back(a.dir + "/" + b.name + ".bundle");
+    FABEMU_TRY(write_file(bundles.back(), text));
   }
+  std::vector<Result<std::string>> results(a.bridges.size(), std::string());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  for (size_t w = 0; w < std::min<size_t>(kParallelBundles, a.bridges.size()); ++w)
+    workers.emplace_back([&] {
+      for (size_t i; (i = next++) < a.bridges.size();)
+        results[i] = run_command({tools.ofctl, "-O", "OpenFlow15", "bundle",
+                                  "unix:" + a.dir + "/" + a.bridges[i].name + ".mgmt", bundles[i]},
+                                 opts);
+    });
+  for (auto& t : workers) t.join();
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!results[i])
+      return results[i].error().context("loading bridge " + a.bridges[i].name + "'s flows (" +
+                                        bundles[i] + ")");
   return ok();
 }
 

@@ -21,8 +21,9 @@ Result<OvsTools> find_ovs_tools();
 Result<std::string> ovs_version(const OvsTools& tools);
 
 // Whether OVS's kernel datapath can be used: the openvswitch module's genetlink family resolves
-// (the kernel loads the module on that lookup where it can). The error says why not.
-Result<void> probe_ovs_kernel_datapath();
+// (the kernel loads the module on that lookup where it can). Returns the family's id; the error
+// says why not.
+Result<int> probe_ovs_kernel_datapath();
 
 // The environment every OVS program of the lab runs with: its run dir for sockets, pid files,
 // database and logs, so that a system OVS (/var/run/openvswitch) is never touched. Also what
@@ -34,7 +35,8 @@ std::vector<std::pair<std::string, std::string>> ovs_env(const std::string& dir)
 Result<void> start_ovs_daemons(const OvsTools& tools, const StartOvs& a);
 
 // Creates every bridge with its ports in one OVSDB transaction (ovs-vsctl waits until
-// ovs-vswitchd has them), then loads each bridge's groups and flows from files in a.dir.
+// ovs-vswitchd has them), then loads each bridge's groups and flows from a bundle file in a.dir
+// (NAME.bundle).
 Result<void> configure_ovs_bridges(const OvsTools& tools, const ConfigureOvs& a);
 
 }  // namespace fabemu

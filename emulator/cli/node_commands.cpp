@@ -240,7 +240,7 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
     std::printf("  missing namespaces: %zu (first: %s)\n", missing.size(), missing.front().c_str());
   std::printf("link model: %s\n", mode_text(lm, lm_error).c_str());
   if (ovs_switches(*model))
-    std::printf("switches: Open vSwitch bridges in %s, %s; flows in %s/SWITCH.flows\n",
+    std::printf("switches: Open vSwitch bridges in %s, %s; flows in %s/SWITCH.bundle\n",
                 paths.ns_name(kOvsNamespaceNode).c_str(),
                 model->ovs.kernel
                     ? "kernel datapath"

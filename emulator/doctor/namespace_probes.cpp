@@ -17,6 +17,7 @@
 #include <string>
 
 #include "apply/netns.h"
+#include "apply/ovs.h"
 #include "apply/rdma.h"
 #include "doctor/bpf_attach.h"
 #include "doctor/rtnl.h"
@@ -275,36 +276,13 @@ class NamespaceProbes {
   }
 
   void probe_ovs_kernel() {
-    // Resolving the family is what ovs-vswitchd does first; the kernel also autoloads the
-    // openvswitch module on this lookup where modules exist.
-    auto genl = NetlinkSocket::open(NETLINK_GENERIC, kReplyTimeout);
-    if (!genl) return record("ovs_kernel", ProbeStatus::Unknown, describe(genl.error()));
-    NetlinkMessage m(GENL_ID_CTRL, 0);
-    genlmsghdr g{};
-    g.cmd = CTRL_CMD_GETFAMILY;
-    g.version = 1;
-    m.put_header(g);
-    m.put_string(CTRL_ATTR_FAMILY_NAME, "ovs_datapath");
-    auto r = genl->transact(m, "resolving genetlink family ovs_datapath");
-    if (!r) {
-      std::string detail = describe(r.error());
-      if (r.error().code.value() == ENOENT) detail += ": no openvswitch kernel module";
+    auto id = probe_ovs_kernel_datapath();
+    if (!id)
       return record("ovs_kernel",
-                    r.error().code.value() == ENOENT ? ProbeStatus::No : ProbeStatus::Unknown,
-                    detail);
-    }
-    std::string id = "?";
-    for (const std::string& reply : *r) {
-      if (reply.size() < GENL_HDRLEN) continue;
-      for (const NetlinkAttr& a : parse_attrs(std::string_view(reply).substr(GENL_HDRLEN)))
-        if (a.type == CTRL_ATTR_FAMILY_ID && a.payload.size() >= 2) {
-          uint16_t v;
-          std::memcpy(&v, a.payload.data(), sizeof(v));
-          id = std::to_string(v);
-        }
-    }
+                    errno_of(id.error()) == ENOENT ? ProbeStatus::No : ProbeStatus::Unknown,
+                    describe(id.error()));
     record("ovs_kernel", ProbeStatus::Yes,
-           "genetlink family ovs_datapath registered (id " + id + ")");
+           "genetlink family ovs_datapath registered (id " + std::to_string(*id) + ")");
   }
 
   void probe_rxe() {

@@ -311,9 +311,11 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     plan.actions.push_back(WriteFile{paths.ovs_file(), format_ovs_choice(options.ovs)});
     plan.actions.push_back(StartOvs{ns, paths.ovs_dir()});
     ConfigureOvs c{ns, paths.ovs_dir(), options.ovs.kernel ? "system" : "netdev", {}};
-    for (int sw : t.switches())
+    for (int sw : t.switches()) {
       c.bridges.push_back(
           ovs_bridge(t, m.addresses, m.routes[sw], sw, m.scenario.fabric, m.scenario.seed, pool));
+      plan.routes += static_cast<int>(m.routes[sw].size());  // as many as a router's
+    }
     plan.ovs_bridges = static_cast<int>(c.bridges.size());
     plan.actions.push_back(std::move(c));
   }

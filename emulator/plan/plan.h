@@ -70,7 +70,8 @@ struct StartOvs {
 };
 
 // Every switch as a bridge of `datapath` ("system": the kernel module; "netdev": userspace),
-// with its ports, then each bridge's groups and flows (also kept in dir/NAME.flows, .groups).
+// with its ports, then each bridge's groups and flows (kept in dir/NAME.bundle, as ovs-ofctl bundle
+// loads them).
 struct ConfigureOvs {
   std::string ns;
   std::string dir;
