@@ -232,6 +232,34 @@ TEST_F(LinkModelTest, BadLinkCommandsAreRefusedWithTheReason) {
   EXPECT_EQ(o.status, 3) << o;
 }
 
+// With Open vSwitch switches the program sits on the bridges' ports in the lab's OVS namespace,
+// and `link set` / `link down` work there as on a router's ports.
+TEST_F(LinkModelTest, OvsSwitchPortsAreShapedCountedAndChangedLive) {
+  if (!find_tool("ovs-vswitchd")) GTEST_SKIP() << "ovs-vswitchd is not installed";
+  std::string text = kShaped;
+  text.replace(text.find("fabric: {mtu: 1500}"), 19, "fabric: {mtu: 1500, switch: ovs}");
+  TempScenario sc(text);
+  LabGuard lab(lab_name("lo"));
+  Outcome up = lab.up(sc.path());
+  ASSERT_EQ(up.status, 0) << up;
+  EXPECT_NE(up.out.find("link model on 16 ports"), std::string::npos) << up;
+  ASSERT_EQ(link(lab, {"set", "leaf1>h2", "--rate", "20mbit"}).status, 0);
+  const double got = iperf(lab, "h1", "h2", "40M");
+  const double wire = 1442.0 / 1400;
+  std::printf("UDP offered 40 Mbit/s through an OVS port shaped to 20 Mbit/s: %.2f Mbit/s\n",
+              got * wire / 1e6);
+  EXPECT_NEAR(got * wire, 20e6, 20e6 * 0.05);
+  DirJson d = direction(status_json(lab), "leaf1>h2");
+  EXPECT_TRUE(d.shaped);
+  EXPECT_GT(d.packets, 1000u);
+  EXPECT_GT(d.drop_queue, 0u) << "an overloaded port tail-drops";
+  ASSERT_EQ(link(lab, {"down", "leaf1:h2"}).status, 0);
+  EXPECT_NE(lab.exec("h1", {"/usr/bin/ping", "-c2", "-W1", "h2"}).status, 0);
+  EXPECT_GE(direction(status_json(lab), "leaf1>h2").drop_down, 2u);
+  ASSERT_EQ(link(lab, {"up", "leaf1:h2"}).status, 0);
+  EXPECT_EQ(lab.exec("h1", {"/usr/bin/ping", "-c1", "-W2", "h2"}).status, 0);
+}
+
 TEST_F(LinkModelTest, DelayWithoutFqIsRefusedUnlessAccepted) {
   TempScenario sc(kDelayed);
   const std::string name = lab_name("lf");
