@@ -243,12 +243,15 @@ TEST_F(LinkModelTest, OvsSwitchPortsAreShapedCountedAndChangedLive) {
   Outcome up = lab.up(sc.path());
   ASSERT_EQ(up.status, 0) << up;
   EXPECT_NE(up.out.find("link model on 16 ports"), std::string::npos) << up;
-  ASSERT_EQ(link(lab, {"set", "leaf1>h2", "--rate", "20mbit"}).status, 0);
-  const double got = iperf(lab, "h1", "h2", "40M");
+  // Here the excess crosses a bridge before it is dropped (on a router test it is dropped at the
+  // sender's own port): rates low enough for the VM lane's emulated CPU, which also runs
+  // ovs-vswitchd, to carry twice over.
+  ASSERT_EQ(link(lab, {"set", "leaf1>h2", "--rate", "10mbit"}).status, 0);
+  const double got = iperf(lab, "h1", "h2", "20M");
   const double wire = 1442.0 / 1400;
-  std::printf("UDP offered 40 Mbit/s through an OVS port shaped to 20 Mbit/s: %.2f Mbit/s\n",
+  std::printf("UDP offered 20 Mbit/s through an OVS port shaped to 10 Mbit/s: %.2f Mbit/s\n",
               got * wire / 1e6);
-  EXPECT_NEAR(got * wire, 20e6, 20e6 * 0.05);
+  EXPECT_NEAR(got * wire, 10e6, 10e6 * 0.05);
   DirJson d = direction(status_json(lab), "leaf1>h2");
   EXPECT_TRUE(d.shaped);
   EXPECT_GT(d.packets, 1000u);

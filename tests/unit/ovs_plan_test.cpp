@@ -7,17 +7,14 @@
 #include <set>
 
 #include "apply/fake_backend.h"
+#include "fake_lab.h"
 #include "plan/plan.h"
 #include "scenario/loader.h"
 
 namespace fabemu {
 namespace {
 
-Scenario load(const std::string& yaml) {
-  auto s = load_scenario_string(yaml, "test.yaml");
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().what());
-  return s.ok() ? *s : Scenario{};
-}
+using testing::Applied;
 
 const std::string kOvs = "fabric: {switch: ovs}\n";
 const std::string kLeafSpine =
@@ -33,29 +30,11 @@ topology:
   links: [{a: s1, b: s2}, {a: s2, b: s3}, {a: s3, b: s1}, {a: a, b: s1}, {a: b, b: s2}, {a: c, b: s3}]
 )" + kOvs;
 
-struct Applied {
-  LabModel model;
-  LabPaths paths;
-  Plan plan;
-  FakeBackend fake;
-};
-
+// Planned with pool 3 (so MACs and addresses show it), userspace datapath unless asked.
 std::unique_ptr<Applied> apply_fake(const std::string& yaml, bool kernel_datapath = false) {
-  auto a = std::make_unique<Applied>();
-  auto m = build_model(load(yaml), 3);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().what());
-  if (!m.ok()) return nullptr;
-  a->model = std::move(*m);
-  a->paths.lab = "t";
   PlanOptions options;
   options.ovs = {kernel_datapath, kernel_datapath ? "" : "test"};
-  a->plan = make_plan(a->model, a->paths, 3, options);
-  for (const Action& act : a->plan.actions) {
-    auto r = a->fake.apply(act);
-    EXPECT_TRUE(r.ok()) << describe(act) << ": " << r.error().what();
-    if (!r.ok()) return nullptr;
-  }
-  return a;
+  return testing::apply_fake(yaml, options, 3);
 }
 
 class OvsAllPairs : public ::testing::TestWithParam<std::string> {};
@@ -63,25 +42,11 @@ class OvsAllPairs : public ::testing::TestWithParam<std::string> {};
 TEST_P(OvsAllPairs, EveryHostReachesEveryOtherThroughTheBridgesOverEveryEcmpChoice) {
   auto a = apply_fake(GetParam());
   ASSERT_TRUE(a);
-  const Topology& t = a->model.topo;
   const std::string ovs_ns = a->paths.ns_name(kOvsNamespaceNode);
-  for (int src : t.hosts())
-    for (int dst : t.hosts()) {
-      if (src == dst) continue;
-      for (size_t choice = 0; choice < 4; ++choice) {
-        auto path = a->fake.trace(a->paths.ns_name(t.nodes[src].name),
-                                  a->model.addresses.host_address(t, dst), 16, choice);
-        ASSERT_FALSE(path.empty()) << t.nodes[src].name << " -> " << t.nodes[dst].name;
-        EXPECT_EQ(path.back(), a->paths.ns_name(t.nodes[dst].name));
-        for (size_t i = 1; i + 1 < path.size(); ++i)
-          EXPECT_TRUE(path[i].starts_with(ovs_ns + "/")) << path[i] << " is not a bridge";
-        auto from = a->fake.source_for(path.front(), a->model.addresses.host_address(t, dst));
-        ASSERT_TRUE(from);
-        auto back = a->fake.trace(path.back(), *from, 16, choice);
-        ASSERT_FALSE(back.empty()) << t.nodes[dst].name << " -> " << from->str();
-        EXPECT_EQ(back.back(), path.front());
-      }
-    }
+  testing::expect_all_pairs_reach(*a, [&](const std::vector<std::string>& path) {
+    for (size_t i = 1; i + 1 < path.size(); ++i)
+      EXPECT_TRUE(path[i].starts_with(ovs_ns + "/")) << path[i] << " is not a bridge";
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, OvsAllPairs,

@@ -11,6 +11,7 @@
 #include "apply/fake_backend.h"
 #include "apply/journal.h"
 #include "apply/lab.h"
+#include "fake_lab.h"
 #include "runtime/host_env.h"
 #include "scenario/loader.h"
 #include "util/files.h"
@@ -20,11 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Scenario load(const std::string& yaml) {
-  auto s = load_scenario_string(yaml, "test.yaml");
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().what());
-  return s.ok() ? *s : Scenario{};
-}
+using testing::apply_fake;
+using testing::load;
 
 const char* kLeafSpine =
     "name: ls\ntopology: {kind: leaf-spine, leaves: 4, spines: 3, hosts_per_leaf: 2}\n";
@@ -40,50 +38,12 @@ topology:
   links: [{a: s1, b: s2}, {a: s2, b: s3}, {a: s3, b: s1}, {a: a, b: s1}, {a: b, b: s2}, {a: c, b: s3}]
 )";
 
-struct Applied {
-  LabModel model;
-  LabPaths paths;
-  FakeBackend fake;
-};
-
-std::unique_ptr<Applied> apply_fake(const char* yaml) {
-  auto a = std::make_unique<Applied>();
-  auto m = build_model(load(yaml), 0);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().what());
-  if (!m.ok()) return nullptr;
-  a->model = std::move(*m);
-  a->paths.lab = "t";
-  Plan plan = make_plan(a->model, a->paths, 0);
-  for (const Action& act : plan.actions) {
-    auto r = a->fake.apply(act);
-    EXPECT_TRUE(r.ok()) << describe(act) << ": " << r.error().what();
-    if (!r.ok()) return nullptr;
-  }
-  return a;
-}
-
 class AllPairs : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(AllPairs, EveryHostReachesEveryOtherHostOverEveryEcmpChoice) {
   auto a = apply_fake(GetParam());
   ASSERT_TRUE(a);
-  const Topology& t = a->model.topo;
-  for (int src : t.hosts())
-    for (int dst : t.hosts()) {
-      if (src == dst) continue;
-      for (size_t choice = 0; choice < 4; ++choice) {
-        auto path = a->fake.trace(a->paths.ns_name(t.nodes[src].name),
-                                  a->model.addresses.host_address(t, dst), 16, choice);
-        ASSERT_FALSE(path.empty()) << t.nodes[src].name << " -> " << t.nodes[dst].name;
-        EXPECT_EQ(path.back(), a->paths.ns_name(t.nodes[dst].name));
-        // ...and the reply finds its way back to the source address the kernel picked.
-        auto from = a->fake.source_for(path.front(), a->model.addresses.host_address(t, dst));
-        ASSERT_TRUE(from);
-        auto back = a->fake.trace(path.back(), *from, 16, choice);
-        ASSERT_FALSE(back.empty()) << t.nodes[dst].name << " -> " << from->str();
-        EXPECT_EQ(back.back(), path.front());
-      }
-    }
+  testing::expect_all_pairs_reach(*a);
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, AllPairs,

@@ -1,6 +1,7 @@
 // Generators, link-shape resolution and name checks of the topology model.
 #include <gtest/gtest.h>
 
+#include "fake_lab.h"
 #include "model/generators.h"
 #include "model/topology.h"
 #include "scenario/loader.h"
@@ -8,11 +9,7 @@
 namespace fabemu {
 namespace {
 
-Scenario load(const std::string& yaml) {
-  auto s = load_scenario_string(yaml, "test.yaml");
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().what());
-  return s.ok() ? *s : Scenario{};
-}
+using testing::load;
 
 int count_class(const Topology& t, const std::string& cls) {
   return static_cast<int>(
