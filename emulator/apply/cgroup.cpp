@@ -105,6 +105,21 @@ Result<void> create_cgroup(const CgroupLayout& l, const std::string& rel, const 
   return ok();
 }
 
+Result<void> set_cpu_quota(const CgroupLayout& l, const std::string& rel,
+                           std::optional<double> cpu) {
+  const std::string quota =
+      cpu ? std::to_string(static_cast<uint64_t>(std::llround(*cpu * kCpuPeriodUs))) : "";
+  if (l.v2) {
+    const std::string dir = l.v2_root + "/" + rel;
+    return fabemu::write_file(dir + "/cpu.max",
+                              (cpu ? quota : "max") + " " + std::to_string(kCpuPeriodUs));
+  }
+  if (l.cpu_root.empty()) return make_error("cgroup " + rel + ": no cpu hierarchy", ENOTSUP);
+  const std::string dir = l.cpu_root + "/" + rel;
+  FABEMU_TRY(fabemu::write_file(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
+  return fabemu::write_file(dir + "/cpu.cfs_quota_us", cpu ? quota : "-1");
+}
+
 Result<void> remove_cgroup(const CgroupLayout& l, const std::string& rel) {
   for (const auto& root : roots(l)) {
     std::string dir = root + "/" + rel;

@@ -1,6 +1,7 @@
 // cgroups for hosts: cpu quota and memory limit, on cgroup v2 or the v1 cpu/memory hierarchies.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ CgroupLayout detect_cgroups();
 // Creates REL (e.g. "fabemu/lab/h3") under every hierarchy, parents included, with limits.
 Result<void> create_cgroup(const CgroupLayout& layout, const std::string& rel,
                            const HostLimits& limits);
+// Changes REL's CPU quota live (CPUs; unset: unlimited): a straggler fault and its end.
+Result<void> set_cpu_quota(const CgroupLayout& layout, const std::string& rel,
+                           std::optional<double> cpu);
 // Removes REL where it exists (it must hold no processes).
 Result<void> remove_cgroup(const CgroupLayout& layout, const std::string& rel);
 // Moves process `pid` into REL in every hierarchy where REL exists.

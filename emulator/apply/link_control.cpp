@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <optional>
 
 #include "apply/netns.h"
 #include "apply/port_shaping.h"
@@ -46,13 +47,24 @@ uint64_t queue_delay_quantile(const LinkCounters& c, double q) {
   return 1ULL << (FABEMU_HIST_SHIFT + c.queue_delay_hist.size() - 1);
 }
 
-Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model) {
+Result<LinkShaper> open_link_model(const LabPaths& paths) {
+  return open_maps(paths);
+}
+
+Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model,
+                                       const LinkShaper* open) {
   LinkModelState st;
   auto mode = read_mode(paths);
   if (!mode) return mode.error();
   st.mode = *mode;
-  auto shaper = open_maps(paths);
-  if (!shaper) return shaper.error();
+  std::optional<LinkShaper> opened;
+  if (!open) {
+    auto maps = open_maps(paths);
+    if (!maps) return maps.error();
+    opened.emplace(std::move(*maps));
+    open = &*opened;
+  }
+  const LinkShaper* shaper = open;
   const Topology& t = model.topo;
   for (size_t l = 0; l < t.links.size(); ++l)
     for (bool back : {false, true}) {

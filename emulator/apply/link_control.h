@@ -30,8 +30,12 @@ struct LinkModelState {
 // when nothing was counted.
 uint64_t queue_delay_quantile(const LinkCounters& c, double q);
 
-// Reads the mode file and the pinned maps of a lab that is up.
-Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model);
+// Reads the mode file and the pinned maps of a lab that is up; through `open` when given (a
+// sampler reading many times keeps one), else through maps opened for this call.
+Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model,
+                                       const LinkShaper* open = nullptr);
+// The lab's pinned maps, for repeated reads.
+Result<LinkShaper> open_link_model(const LabPaths& paths);
 
 struct LinkChange {
   std::string name;  // "leaf1>spine2"

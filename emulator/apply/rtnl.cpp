@@ -100,6 +100,31 @@ Result<void> RtnlSocket::add_address(int ifindex, Prefix p, const std::string& w
 
 Result<void> RtnlSocket::add_route(Prefix dst, const std::vector<Hop>& hops,
                                    std::optional<Ipv4> src, const std::string& what) {
+  return put_route(dst, hops, src, NLM_F_CREATE | NLM_F_EXCL, "adding route " + what);
+}
+
+Result<void> RtnlSocket::replace_route(Prefix dst, const std::vector<Hop>& hops,
+                                       std::optional<Ipv4> src, const std::string& what) {
+  return put_route(dst, hops, src, NLM_F_CREATE | NLM_F_REPLACE, "replacing route " + what);
+}
+
+Result<void> RtnlSocket::delete_route(Prefix dst, const std::string& what) {
+  RoutePtr route(rtnl_route_alloc());
+  NlAddrPtr d = to_nl(dst);
+  if (!route || !d) return make_error("allocating route", ENOMEM);
+  rtnl_route_set_family(route.get(), AF_INET);
+  rtnl_route_set_dst(route.get(), d.get());
+  rtnl_route_set_table(route.get(), RT_TABLE_MAIN);
+  rtnl_route_set_scope(route.get(), RT_SCOPE_NOWHERE);  // any scope
+  if (int err = rtnl_route_delete(sock_.get(), route.get(), 0); err < 0) {
+    if (err == -NLE_OBJ_NOTFOUND) return ok();
+    return nl_error(err, "deleting route " + what);
+  }
+  return ok();
+}
+
+Result<void> RtnlSocket::put_route(Prefix dst, const std::vector<Hop>& hops,
+                                   std::optional<Ipv4> src, int flags, const std::string& what) {
   RoutePtr route(rtnl_route_alloc());
   NlAddrPtr d = to_nl(dst);
   if (!route || !d) return make_error("allocating route", ENOMEM);
@@ -119,8 +144,8 @@ Result<void> RtnlSocket::add_route(Prefix dst, const std::vector<Hop>& hops,
     rtnl_route_nh_set_gateway(nh, gw.get());
     rtnl_route_add_nexthop(route.get(), nh);  // the route owns nh now
   }
-  if (int err = rtnl_route_add(sock_.get(), route.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0)
-    return nl_error(err, "adding route " + what);
+  if (int err = rtnl_route_add(sock_.get(), route.get(), flags); err < 0)
+    return nl_error(err, what);
   return ok();
 }
 

@@ -26,12 +26,19 @@ class RtnlSocket {
   };
   Result<void> add_route(Prefix dst, const std::vector<Hop>& hops, std::optional<Ipv4> src,
                          const std::string& what);
+  // The same, replacing a route to dst that exists (a fabric rerouting around a failure).
+  Result<void> replace_route(Prefix dst, const std::vector<Hop>& hops, std::optional<Ipv4> src,
+                             const std::string& what);
+  // Deletes the main table's route to dst; a route that is not there counts as deleted.
+  Result<void> delete_route(Prefix dst, const std::string& what);
 
  private:
   struct Free {
     void operator()(nl_sock* s) const;
   };
   explicit RtnlSocket(std::unique_ptr<nl_sock, Free> s) : sock_(std::move(s)) {}
+  Result<void> put_route(Prefix dst, const std::vector<Hop>& hops, std::optional<Ipv4> src,
+                         int flags, const std::string& what);
   std::unique_ptr<nl_sock, Free> sock_;
 };
 

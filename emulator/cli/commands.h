@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "apply/lab.h"
 #include "plan/lab_paths.h"
 #include "util/result.h"
 
@@ -52,12 +53,21 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base);
 int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector<std::string>& argv,
              const LabPaths& base);
 int cmd_doctor(bool json);
-int cmd_run(const UpArgs& args, bool keep, const LabPaths& base);
+struct RunArgs {
+  bool keep = false;       // leave the lab up
+  std::string report_dir;  // default: fabemu-reports/LAB-DATE-TIME
+};
+int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base);
+int cmd_graph(const std::string& target, const std::string& output, const std::string& format,
+              const LabPaths& base);
 int cmd_predict(const std::string& lab, const std::string& transport, const LabPaths& base);
 // mpirun's remote shell: runs the words, joined, by /bin/sh inside the host, as sshd would.
 int cmd_rsh(const std::vector<std::string>& args);
 
 // Shared helpers.
+// `up`'s work, shared with `run`: checks, the lab built, what `up` prints; the exit code.
+int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
+             LabPaths& paths);
 void print_error(const std::string& message);
 // A lab's model could not be read: says why; returns kExitNoLab when there is no such lab.
 int lab_error(const Error& e);

@@ -15,8 +15,6 @@
 #include "apply/ovs.h"
 #include "cli/commands.h"
 #include "doctor/rxe_support.h"
-#include "runtime/reachability.h"
-#include "runtime/workload.h"
 #include "scenario/loader.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
@@ -48,10 +46,12 @@ std::optional<std::string> unsupported(const Scenario& s, const LabModel& m) {
     return "fabric.switch: 'bridge' is not implemented in this version; valid: router, ovs";
   if (s.fabric.switch_kind == SwitchKind::Ovs)
     if (auto tools = find_ovs_tools(); !tools) return "fabric.switch: ovs: " + tools.error().what();
-  bool limits = false;
+  bool limits = false, slowed = false;
   for (const auto& n : m.topo.nodes) limits |= !n.limits.empty();
-  if (limits && !detect_cgroups().usable())
-    return "hosts: cpu/memory limits need cgroups: " + detect_cgroups().describe();
+  for (const auto& f : s.faults) slowed |= !f.host.empty();
+  if ((limits || slowed) && !detect_cgroups().usable())
+    return std::string(limits ? "hosts: cpu/memory limits" : "faults: slow hosts") +
+           " need cgroups: " + detect_cgroups().describe();
   return std::nullopt;
 }
 
@@ -227,6 +227,8 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
   return p;
 }
 
+}  // namespace
+
 int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
              LabPaths& paths) {
   auto prep = prepare(args, base);
@@ -267,8 +269,6 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
   out = std::move(*up);
   return kExitOk;
 }
-
-}  // namespace
 
 int cmd_up(const UpArgs& args, const LabPaths& base) {
   std::optional<UpResult> up;
@@ -313,97 +313,6 @@ int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& 
     std::printf("lab %s down in %.2f s\n", lab.c_str(), seconds_since(start));
   }
   return code == kExitNoLab && labs.size() > 1 ? kExitFailed : code;
-}
-
-namespace {
-
-// Where the workload's programs are: fabemu-collective beside this binary (installed) or in
-// the build tree's collective/ directory.
-WorkloadOptions workload_options(const std::string& scenario_file) {
-  WorkloadOptions o;
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  o.fabemu = n > 0 ? std::string(self, static_cast<size_t>(n)) : "fabemu";
-  const std::string dir = o.fabemu.substr(0, o.fabemu.rfind('/') + 1);
-  o.collective = dir + "fabemu-collective";
-  if (!path_exists(o.collective) && path_exists(dir + "collective/fabemu-collective"))
-    o.collective = dir + "collective/fabemu-collective";
-  const size_t slash = scenario_file.rfind('/');
-  o.scenario_dir = slash == std::string::npos ? "." : scenario_file.substr(0, slash);
-  if (o.scenario_dir.empty()) o.scenario_dir = "/";
-  if (char* real = ::realpath(o.scenario_dir.c_str(), nullptr)) {
-    o.scenario_dir = real;
-    std::free(real);
-  }
-  return o;
-}
-
-}  // namespace
-
-int cmd_run(const UpArgs& args, bool keep, const LabPaths& base) {
-  std::optional<UpResult> up;
-  LabPaths paths;
-  int code = bring_up(args, base, up, paths);
-  if (code != kExitOk) return code;
-  const LabModel& m = up->model;
-
-  auto start = Clock::now();
-  auto reach = check_reachability(m, paths);
-  if (!reach) {
-    print_error(reach.error().what());
-    code = kExitFailed;
-  } else {
-    const int total = static_cast<int>(reach->pairs.size());
-    std::printf(
-        "reachability: %d/%d host pairs answered ICMP echo across the fabric in %.2f s; "
-        "rtt p50 %.0f us, p99 %.0f us\n",
-        reach->answered(), total, seconds_since(start), reach->rtt_percentile(50),
-        reach->rtt_percentile(99));
-    int shown = 0;
-    for (const auto& pr : reach->pairs)
-      if (!pr.answered && shown++ < 10)
-        std::printf("  no answer: %s -> %s\n", m.topo.nodes[pr.src].name.c_str(),
-                    m.topo.nodes[pr.dst].name.c_str());
-    if (reach->answered() != total) code = kExitFailed;
-  }
-  if (code == kExitOk && !m.scenario.workload.empty()) {
-    WorkloadOptions wo = workload_options(m.scenario.file);
-    const auto staged = stage_binaries(wo, paths);
-    if (!staged) {
-      print_error(staged.error().what());
-      code = kExitFailed;
-    }
-    for (size_t i = 0; staged && i < m.scenario.workload.size(); ++i) {
-      std::fflush(stdout);
-      const StepResult r = run_step(m, paths, i, wo);
-      if (r.ok) {
-        std::printf("%s: ok in %.1f s\n", r.title.c_str(), r.seconds);
-        if (!r.note.empty()) std::printf("  note: %s\n", r.note.c_str());
-      } else {
-        std::printf("%s: FAILED after %.1f s: %s\n", r.title.c_str(), r.seconds, r.failure.c_str());
-        code = kExitFailed;
-      }
-    }
-  } else if (code != kExitOk && !m.scenario.workload.empty()) {
-    std::printf("workload not run: the fabric failed its reachability check\n");
-  }
-  if (keep) {
-    std::printf("lab %s left up (--keep); `fabemu down %s` removes it\n", paths.lab.c_str(),
-                paths.lab.c_str());
-    return code;
-  }
-  auto backend = KernelBackend::create(paths.netns_dir);
-  if (!backend) {
-    print_error(backend.error().what());
-    return kExitFailed;
-  }
-  auto down_start = Clock::now();
-  if (auto r = lab_down(paths, **backend); !r) {
-    print_error(r.error().what());
-    return kExitFailed;
-  }
-  std::printf("lab %s down in %.2f s\n", paths.lab.c_str(), seconds_since(down_start));
-  return code;
 }
 
 }  // namespace fabemu::cli

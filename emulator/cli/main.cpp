@@ -114,14 +114,27 @@ int main(int argc, char** argv) {
   doctor_cmd->add_flag("--json", doctor_json, "Machine-readable output");
 
   cli::UpArgs run;
-  bool run_keep = false;
-  auto* run_cmd =
-      app.add_subcommand("run", "Build the fabric, check it, run the workload, report, tear down");
+  cli::RunArgs run_opts;
+  auto* run_cmd = app.add_subcommand(
+      "run",
+      "Build the fabric, check it, run the workload while the fault timeline plays, report "
+      "(terminal, JSON lines, HTML), check the scenario's expectations, tear down");
   run_cmd->add_option("scenario", run.scenario, "Scenario YAML file")->required();
   run_cmd->add_option("--lab", run.lab, "Lab name (default: the scenario's name)");
-  run_cmd->add_flag("--keep", run_keep, "Leave the lab up afterwards");
+  run_cmd->add_flag("--keep", run_opts.keep, "Leave the lab up afterwards");
+  run_cmd->add_option("--report", run_opts.report_dir,
+                      "Directory for report.html, report.jsonl and topology.svg (default: "
+                      "fabemu-reports/LAB-DATE-TIME)");
   run_cmd->add_flag("-q,--quiet", run.quiet, "No progress output");
   run_cmd->add_flag("--accept-degraded", run.accept_degraded, degraded_help);
+
+  std::string graph_target, graph_out = "-", graph_format;
+  auto* graph_cmd = app.add_subcommand(
+      "graph", "The topology as a picture: SVG or Graphviz DOT, of a lab or a scenario file");
+  graph_cmd->add_option("target", graph_target, "Lab name, or a scenario YAML file")->required();
+  graph_cmd->add_option("-o,--output", graph_out, "Output file (.svg or .dot; - for stdout)")
+      ->capture_default_str();
+  graph_cmd->add_option("--format", graph_format, "svg or dot (default: from -o, else svg)");
 
   try {
     app.parse(argc, argv);
@@ -144,6 +157,7 @@ int main(int argc, char** argv) {
   if (link_down->parsed()) link.down = true;
   if (link_up->parsed()) link.down = false;
   if (link_cmd->parsed()) return cli::cmd_link_set(link, base);
-  if (run_cmd->parsed()) return cli::cmd_run(run, run_keep, base);
+  if (run_cmd->parsed()) return cli::cmd_run(run, run_opts, base);
+  if (graph_cmd->parsed()) return cli::cmd_graph(graph_target, graph_out, graph_format, base);
   return cli::kExitBadInput;
 }

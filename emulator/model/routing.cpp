@@ -7,7 +7,7 @@
 
 namespace fabemu {
 
-std::vector<std::vector<int>> switch_distances(const Topology& t) {
+std::vector<std::vector<int>> switch_distances(const Topology& t, const std::set<int>& failed) {
   const int n = static_cast<int>(t.nodes.size());
   std::vector<std::vector<int>> dist(n);
   for (int src : t.switches()) {
@@ -20,7 +20,7 @@ std::vector<std::vector<int>> switch_distances(const Topology& t) {
       queue.pop_front();
       for (int l : t.links_of(u)) {
         int v = t.links[l].peer(u).node;
-        if (t.nodes[v].role != Role::Switch || d[v] >= 0) continue;
+        if (t.nodes[v].role != Role::Switch || d[v] >= 0 || failed.count(l)) continue;
         d[v] = d[u] + 1;
         queue.push_back(v);
       }
@@ -54,10 +54,11 @@ void summarize_upward(const Topology& t, int r, std::vector<Route>& routes) {
 
 }  // namespace
 
-Result<std::vector<std::vector<Route>>> plan_routes(const Topology& t, const AddressPlan& plan) {
+Result<std::vector<std::vector<Route>>> plan_routes(const Topology& t, const AddressPlan& plan,
+                                                    const std::set<int>& failed) {
   const int n = static_cast<int>(t.nodes.size());
   std::vector<std::vector<Route>> routes(n);
-  auto dist = switch_distances(t);
+  auto dist = switch_distances(t, failed);
   const auto switches = t.switches();
 
   // Switch to switch: host blocks and loopbacks of every reachable switch.
@@ -67,7 +68,8 @@ Result<std::vector<std::vector<Route>>> plan_routes(const Topology& t, const Add
       std::vector<Nexthop> hops;
       for (int l : t.links_of(r)) {
         int peer = t.links[l].peer(r).node;
-        if (t.nodes[peer].role == Role::Switch && dist[dst][peer] == dist[dst][r] - 1)
+        if (t.nodes[peer].role == Role::Switch && !failed.count(l) &&
+            dist[dst][peer] == dist[dst][r] - 1)
           hops.push_back({plan.address_of(t, l, peer), l});
       }
       if (plan.edge_block[dst]) routes[r].push_back({*plan.edge_block[dst], hops});

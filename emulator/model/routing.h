@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "model/addressing.h"
@@ -26,9 +27,13 @@ struct Route {
 // Switches: every other switch's host block and loopback, over all shortest next hops.
 // Hosts: a default route via their primary NIC; on a secondary NIC (rail-optimized scale-up)
 // /32 routes to the hosts that share that switch, so GPU peers of one machine talk over it.
-Result<std::vector<std::vector<Route>>> plan_routes(const Topology& topo, const AddressPlan& plan);
+// `failed`: links (by index) that carry nothing, as after a routing protocol saw them fail; the
+// routes then go around them, and the error says when nothing can.
+Result<std::vector<std::vector<Route>>> plan_routes(const Topology& topo, const AddressPlan& plan,
+                                                    const std::set<int>& failed = {});
 
 // Hop distances between switches over switch-switch links (-1 = unreachable).
-std::vector<std::vector<int>> switch_distances(const Topology& topo);
+std::vector<std::vector<int>> switch_distances(const Topology& topo,
+                                               const std::set<int>& failed = {});
 
 }  // namespace fabemu

@@ -89,8 +89,17 @@ Result<void> resolve_hosts(const Scenario& s, Topology& t) {
 
 Result<void> check_workload_and_faults(const Scenario& s, const Topology& t) {
   for (const auto& f : s.faults) {
+    if (!f.host.empty()) {
+      const int id = t.find(f.host);
+      if (id < 0 || t.nodes[id].role != Role::Host)
+        return at(f.loc, "faults.host: no host named '" + f.host + "'");
+      continue;
+    }
     auto ref = parse_link_ref(f.link, f.loc, "faults.link");
     if (!ref) return ref.error();
+    if (ref->one_way && !f.set)
+      return at(f.loc, "faults.link: '" + f.link +
+                           "' is one direction; down, up and flap take a whole link (a:b)");
     auto ids = resolve_link(t, *ref, f.loc, "faults.link");
     if (!ids) return ids.error();
   }

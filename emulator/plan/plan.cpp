@@ -98,6 +98,19 @@ std::string direction_name(const Topology& t, int link, bool b_to_a) {
   return b_to_a ? b + ">" + a : a + ">" + b;
 }
 
+bool host_has_cgroup(const LabModel& m, int host) {
+  const Node& n = m.topo.nodes[host];
+  if (n.role != Role::Host) return false;
+  if (!n.limits.empty()) return true;
+  for (const FaultEvent& f : m.scenario.faults)
+    if (f.host == n.name) return true;
+  return false;
+}
+
+std::string host_cgroup(const LabPaths& paths, const std::string& host) {
+  return std::string(kPrefix) + "/" + paths.lab + "/" + host;
+}
+
 bool ovs_switches(const LabModel& m) {
   return m.scenario.fabric.switch_kind == SwitchKind::Ovs;
 }
@@ -360,16 +373,18 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   }
 
   // cgroups only for limited hosts: a memory cgroup costs the kernel far more than a namespace.
-  bool any_limits = false;
-  for (const Node& n : t.nodes) any_limits |= n.role == Role::Host && !n.limits.empty();
-  if (any_limits) {
+  // (A host that a fault slows down gets one too: its quota changes during the run.)
+  bool any_cgroup = false;
+  for (int h : t.hosts()) any_cgroup |= host_has_cgroup(m, h);
+  if (any_cgroup) {
     const std::string base = std::string(kPrefix) + "/" + paths.lab;
     plan.journal.push_back({K::Cgroup, kPrefix});
     plan.journal.push_back({K::Cgroup, base});
-    for (const Node& n : t.nodes)
-      if (n.role == Role::Host && !n.limits.empty()) {
-        plan.journal.push_back({K::Cgroup, base + "/" + n.name});
-        plan.actions.push_back(CreateCgroup{base + "/" + n.name, n.limits});
+    for (int h : t.hosts())
+      if (host_has_cgroup(m, h)) {
+        const Node& n = t.nodes[h];
+        plan.journal.push_back({K::Cgroup, host_cgroup(paths, n.name)});
+        plan.actions.push_back(CreateCgroup{host_cgroup(paths, n.name), n.limits});
       }
   }
   return plan;

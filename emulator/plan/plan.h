@@ -250,6 +250,10 @@ bool ovs_switches(const LabModel& m);
 std::string node_ns(const LabModel& m, const LabPaths& paths, int node);
 std::string node_netns_path(const LabModel& m, const LabPaths& paths, int node);
 
+// Whether a host gets a cgroup (`fabemu/LAB/HOST`): it has limits, or a fault slows it.
+bool host_has_cgroup(const LabModel& m, int host);
+std::string host_cgroup(const LabPaths& paths, const std::string& host);
+
 // Scenario -> topology -> addresses -> routes, all pure.
 Result<LabModel> build_model(const Scenario& scenario, int pool);
 

@@ -30,7 +30,7 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
 
   c.uts_path = paths.uts_path(n.name);
   c.tmp_dir = paths.host_tmp(n.name);
-  if (!n.limits.empty()) c.cgroup = std::string(kPrefix) + "/" + paths.lab + "/" + n.name;
+  if (host_has_cgroup(m, id)) c.cgroup = host_cgroup(paths, n.name);
   const auto hosts = t.hosts();
   const std::string primary = host_nic(t, id);
   // UCX on the rxe device's port 1 when the lab has one, else on the NIC.

@@ -146,8 +146,8 @@ std::optional<Field> section(const Field& root, std::string_view key) {
 
 Scenario read_scenario(const Field& root) {
   if (root.is_null()) root.fail("empty scenario; it needs at least name and topology");
-  root.check_keys(
-      {"name", "seed", "topology", "fabric", "hosts", "links", "rdma", "workload", "faults"});
+  root.check_keys({"name", "seed", "topology", "fabric", "hosts", "links", "rdma", "workload",
+                   "faults", "expect"});
   Scenario s;
   Field name = root.at("name");
   s.name = name.str();
@@ -164,6 +164,7 @@ Scenario read_scenario(const Field& root) {
   if (auto f = section(root, "rdma")) s.rdma = read_rdma(*f);
   if (auto f = section(root, "workload")) s.workload = read_workload(*f);
   if (auto f = section(root, "faults")) s.faults = read_faults(*f, s.fabric.mtu);
+  if (auto f = section(root, "expect")) s.expect = read_expect(*f);
   return s;
 }
 

@@ -162,13 +162,37 @@ struct WorkloadStep {
   SourceLoc loc;
 };
 
+// One entry of the fault timeline, at a time relative to the start of the workload. A link
+// fault names `link` ("a:b" or "a>b" for set); a host fault names `host`.
 struct FaultEvent {
   uint64_t at_ns = 0;
   std::string link;
+  std::string host;
   std::optional<LinkShape> set;
   bool down = false;
   bool up = false;
+  // With down (and flap): the fabric's routes move off the link, as a routing protocol would
+  // make them once it saw the failure; false leaves them, and the link silently blackholes.
+  bool reroute = true;
+  struct Flap {
+    int count = 1;
+    uint64_t down_ns = 0, up_ns = 0;
+    uint64_t jitter_ns = 0;  // each down and up period longer by up to this, drawn from the seed
+  };
+  std::optional<Flap> flap;
+  // A straggler: the host's CPU quota (CPUs), for `for_ns` (0: until the run ends).
+  std::optional<double> slow_cpu;
+  uint64_t for_ns = 0;
   SourceLoc loc;
+};
+
+// Checks of a run's outcome for CI (`expect:`); `fabemu run` exits 1 when one fails.
+struct Expectations {
+  std::optional<bool> completes;          // every workload step succeeded
+  std::optional<uint64_t> busbw_min_bps;  // each collective step's busbw at its largest size
+  std::optional<uint64_t> max_drops;      // frames the link model dropped, all links, whole run
+  SourceLoc loc;
+  bool empty() const { return !completes && !busbw_min_bps && !max_drops; }
 };
 
 struct Scenario {
@@ -182,6 +206,7 @@ struct Scenario {
   RdmaMode rdma = RdmaMode::Auto;
   std::vector<WorkloadStep> workload;
   std::vector<FaultEvent> faults;
+  Expectations expect;
 };
 
 }  // namespace fabemu

@@ -81,14 +81,34 @@ ExecStep read_exec(const Field& item) {
 }
 
 FaultEvent read_fault(const Field& item, uint32_t mtu) {
-  item.check_keys({"at", "link", "set", "down", "up"});
+  item.check_keys({"at", "link", "host", "set", "down", "up", "reroute", "flap", "slow"});
   FaultEvent ev;
   ev.at_ns = item.at("at").parsed(parse_time_ns);
-  ev.link = read_link_name(item.at("link"));
   ev.loc = item.loc();
-  int actions = item.has("set") + item.has("down") + item.has("up");
+  if (item.has("link") == item.has("host"))
+    item.fail("a fault names one link (link: leaf1:spine1) or one host (host: h3)");
+  if (item.has("host")) {
+    Field host = item.at("host");
+    ev.host = host.str();
+    if (!is_valid_node_name(ev.host)) host.fail("'" + ev.host + "' is not a host name, e.g. h3");
+    if (!item.has("slow")) item.fail("a host fault is slow: {cpu: 0.1, for: 2s}");
+    for (const char* k : {"set", "down", "up", "reroute", "flap"})
+      if (auto f = item.find(k))
+        f->fail(std::string(k) + " is for link faults; a host fault is slow");
+    Field slow = item.at("slow");
+    slow.check_keys({"cpu", "for"});
+    ev.slow_cpu = slow.at("cpu").number();
+    if (*ev.slow_cpu <= 0) slow.at("cpu").fail("cpu must be > 0 (CPUs, e.g. 0.1)");
+    if (auto f = slow.find("for")) ev.for_ns = f->parsed(parse_time_ns);
+    return ev;
+  }
+  ev.link = read_link_name(item.at("link"));
+  if (auto f = item.find("slow")) f->fail("slow is for host faults (host: h3)");
+  int actions = item.has("set") + item.has("down") + item.has("up") + item.has("flap");
   if (actions != 1) {
-    item.fail("a fault does exactly one thing; give one of set: {...}, down: true, up: true");
+    item.fail(
+        "a fault does exactly one thing; give one of set: {...}, down: true, up: true, "
+        "flap: {count: 3, down: 200ms, up: 300ms}");
   }
   if (auto set = item.find("set")) {
     ev.set = read_link_shape_only(*set, mtu);
@@ -101,6 +121,20 @@ FaultEvent read_fault(const Field& item, uint32_t mtu) {
   if (auto up = item.find("up")) {
     ev.up = up->boolean();
     if (!ev.up) up->fail("false does nothing; to take a link down write down: true");
+  }
+  if (auto flap = item.find("flap")) {
+    flap->check_keys({"count", "down", "up", "jitter"});
+    FaultEvent::Flap f;
+    if (auto c = flap->find("count")) f.count = static_cast<int>(c->integer(1, 10000));
+    f.down_ns = flap->at("down", "a time, e.g. 200ms").parsed(parse_time_ns);
+    f.up_ns = flap->at("up", "a time, e.g. 300ms").parsed(parse_time_ns);
+    if (f.down_ns == 0) flap->at("down").fail("a flap is down for some time, e.g. 200ms");
+    if (auto j = flap->find("jitter")) f.jitter_ns = j->parsed(parse_time_ns);
+    ev.flap = f;
+  }
+  if (auto r = item.find("reroute")) {
+    if (!ev.down && !ev.flap) r->fail("reroute goes with down: true or flap");
+    ev.reroute = r->boolean();
   }
   return ev;
 }
@@ -135,6 +169,17 @@ std::vector<FaultEvent> read_faults(const Field& list, uint32_t mtu) {
   std::vector<FaultEvent> events;
   for (const Field& item : list.items()) events.push_back(read_fault(item, mtu));
   return events;
+}
+
+Expectations read_expect(const Field& f) {
+  f.check_keys({"completes", "busbw_min", "max_drops"});
+  Expectations e;
+  e.loc = f.loc();
+  if (auto c = f.find("completes")) e.completes = c->boolean();
+  if (auto b = f.find("busbw_min")) e.busbw_min_bps = b->parsed(parse_rate);
+  if (auto d = f.find("max_drops")) e.max_drops = static_cast<uint64_t>(d->integer(0));
+  if (e.empty()) f.fail("expects nothing; give completes, busbw_min (e.g. 20mbit) or max_drops");
+  return e;
 }
 
 }  // namespace fabemu::detail

@@ -14,4 +14,6 @@ std::vector<WorkloadStep> read_workload(const Field& list);
 // `mtu` is the fabric's, for the link shapes that faults set.
 std::vector<FaultEvent> read_faults(const Field& list, uint32_t mtu);
 
+Expectations read_expect(const Field& f);
+
 }  // namespace fabemu::detail

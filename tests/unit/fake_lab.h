@@ -13,7 +13,7 @@
 #include "plan/plan.h"
 #include "scenario/loader.h"
 
-namespace fabemu::testing {
+namespace fabemu::unit {
 
 inline Scenario load(const std::string& yaml) {
   auto s = load_scenario_string(yaml, "test.yaml");
@@ -71,4 +71,4 @@ inline void expect_all_pairs_reach(
     }
 }
 
-}  // namespace fabemu::testing
+}  // namespace fabemu::unit

@@ -14,7 +14,7 @@
 namespace fabemu {
 namespace {
 
-using testing::Applied;
+using unit::Applied;
 
 const std::string kOvs = "fabric: {switch: ovs}\n";
 const std::string kLeafSpine =
@@ -34,7 +34,7 @@ topology:
 std::unique_ptr<Applied> apply_fake(const std::string& yaml, bool kernel_datapath = false) {
   PlanOptions options;
   options.ovs = {kernel_datapath, kernel_datapath ? "" : "test"};
-  return testing::apply_fake(yaml, options, 3);
+  return unit::apply_fake(yaml, options, 3);
 }
 
 class OvsAllPairs : public ::testing::TestWithParam<std::string> {};
@@ -43,7 +43,7 @@ TEST_P(OvsAllPairs, EveryHostReachesEveryOtherThroughTheBridgesOverEveryEcmpChoi
   auto a = apply_fake(GetParam());
   ASSERT_TRUE(a);
   const std::string ovs_ns = a->paths.ns_name(kOvsNamespaceNode);
-  testing::expect_all_pairs_reach(*a, [&](const std::vector<std::string>& path) {
+  unit::expect_all_pairs_reach(*a, [&](const std::vector<std::string>& path) {
     for (size_t i = 1; i + 1 < path.size(); ++i)
       EXPECT_TRUE(path[i].starts_with(ovs_ns + "/")) << path[i] << " is not a bridge";
   });

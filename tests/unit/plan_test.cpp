@@ -21,8 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using testing::apply_fake;
-using testing::load;
+using unit::apply_fake;
+using unit::load;
 
 const char* kLeafSpine =
     "name: ls\ntopology: {kind: leaf-spine, leaves: 4, spines: 3, hosts_per_leaf: 2}\n";
@@ -43,7 +43,7 @@ class AllPairs : public ::testing::TestWithParam<const char*> {};
 TEST_P(AllPairs, EveryHostReachesEveryOtherHostOverEveryEcmpChoice) {
   auto a = apply_fake(GetParam());
   ASSERT_TRUE(a);
-  testing::expect_all_pairs_reach(*a);
+  unit::expect_all_pairs_reach(*a);
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, AllPairs,

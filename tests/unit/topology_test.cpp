@@ -9,7 +9,7 @@
 namespace fabemu {
 namespace {
 
-using testing::load;
+using unit::load;
 
 int count_class(const Topology& t, const std::string& cls) {
   return static_cast<int>(

@@ -1,0 +1,222 @@
+// `run`: build the lab, check reachability, run the workload while the fault timeline plays and
+// telemetry is sampled, print the summary, write the report, check expectations, tear down.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+
+#include "apply/kernel_backend.h"
+#include "cli/commands.h"
+#include "report/report.h"
+#include "runtime/faults.h"
+#include "runtime/reachability.h"
+#include "runtime/telemetry.h"
+#include "runtime/workload.h"
+#include "util/files.h"
+#include "util/units.h"
+
+namespace fabemu::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Where the workload's programs are: fabemu-collective beside this binary (installed) or in
+// the build tree's collective/ directory.
+WorkloadOptions workload_options(const std::string& scenario_file) {
+  WorkloadOptions o;
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  o.fabemu = n > 0 ? std::string(self, static_cast<size_t>(n)) : "fabemu";
+  const std::string dir = o.fabemu.substr(0, o.fabemu.rfind('/') + 1);
+  o.collective = dir + "fabemu-collective";
+  if (!path_exists(o.collective) && path_exists(dir + "collective/fabemu-collective"))
+    o.collective = dir + "collective/fabemu-collective";
+  const size_t slash = scenario_file.rfind('/');
+  o.scenario_dir = slash == std::string::npos ? "." : scenario_file.substr(0, slash);
+  if (o.scenario_dir.empty()) o.scenario_dir = "/";
+  if (char* real = ::realpath(o.scenario_dir.c_str(), nullptr)) {
+    o.scenario_dir = real;
+    std::free(real);
+  }
+  return o;
+}
+
+// The workload with the fault timeline and the sampler running beside it.
+void run_workload(const LabModel& m, const LabPaths& paths, RunReport& report, int& code) {
+  WorkloadOptions wo = workload_options(m.scenario.file);
+  if (auto staged = stage_binaries(wo, paths); !staged) {
+    print_error(staged.error().what());
+    code = kExitFailed;
+    return;
+  }
+  FaultPlayer faults(m, paths, expand_faults(m.scenario));
+  TelemetrySampler telemetry(m, paths, std::chrono::milliseconds(250));
+  const auto t0 = Clock::now();
+  telemetry.start(t0);
+  faults.start(t0);
+  for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
+    std::fflush(stdout);
+    const double start = seconds_since(t0);
+    const StepResult r = run_step(m, paths, i, wo);
+    StepReport s{r.title, r.ok, r.failure, start, r.seconds, {}, {}};
+    if (const auto* c = std::get_if<CollectiveStep>(&m.scenario.workload[i].step)) {
+      s.collective = c->collective;
+      if (auto text = read_file(r.json_lines)) s.results = read_benchmark_results(*text);
+    }
+    report.steps.push_back(std::move(s));
+    if (r.ok) {
+      std::printf("%s: ok in %.1f s\n", r.title.c_str(), r.seconds);
+      if (!r.note.empty()) std::printf("  note: %s\n", r.note.c_str());
+    } else {
+      std::printf("%s: FAILED after %.1f s: %s\n", r.title.c_str(), r.seconds, r.failure.c_str());
+      code = kExitFailed;
+    }
+  }
+  faults.stop();
+  telemetry.stop();
+  report.faults = faults.log();
+  report.samples = telemetry.samples();
+  if (!telemetry.error().empty()) std::printf("  note: telemetry: %s\n", telemetry.error().c_str());
+}
+
+void print_faults(const RunReport& r) {
+  if (r.faults.empty()) return;
+  std::printf("faults (seconds after the workload started):\n");
+  for (const AppliedFault& f : r.faults) {
+    if (f.done)
+      std::printf("  %7.3f  %-40s %s (due %.3f)\n", f.applied_s, f.step.what.c_str(),
+                  f.detail.c_str(), f.due_s);
+    else
+      std::printf("  %7s  %-40s %s\n", "-", f.step.what.c_str(),
+                  f.error.empty() ? "not reached: the workload ended first" : f.error.c_str());
+  }
+}
+
+// The directions that dropped most, and the busiest, over the workload.
+void print_links(const LabModel& m, const RunReport& r) {
+  if (r.samples.size() < 2) return;
+  const auto& a = r.samples.front().dirs;
+  const auto& b = r.samples.back().dirs;
+  const double secs = std::max(1e-3, r.samples.back().t_s - r.samples.front().t_s);
+  std::vector<size_t> order(b.size());
+  for (size_t i = 0; i < b.size(); ++i) order[i] = i;
+  auto drops = [&](size_t d) { return b[d].drops - std::min(b[d].drops, a[d].drops); };
+  auto bytes = [&](size_t d) { return b[d].bytes - std::min(b[d].bytes, a[d].bytes); };
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return drops(x) != drops(y) ? drops(x) > drops(y) : bytes(x) > bytes(y);
+  });
+  std::printf("links over the workload (%.1f s), busiest and dropping first:\n", secs);
+  std::printf("  %-22s %12s %12s %10s %8s %10s\n", "DIRECTION", "MBYTES", "MBIT/S", "DROPS", "CE",
+              "QDELAY99");
+  for (size_t k = 0; k < std::min<size_t>(6, order.size()); ++k) {
+    const size_t d = order[k];
+    const std::string qd = b[d].shaped && b[d].queue_delay_p99_ns
+                               ? "<" + format_time_ns(b[d].queue_delay_p99_ns)
+                               : "-";
+    std::printf(
+        "  %-22s %12.2f %12.2f %10llu %8llu %10s\n",
+        direction_name(m.topo, static_cast<int>(d / 2), d % 2 == 1).c_str(), double(bytes(d)) / 1e6,
+        double(bytes(d)) * 8 / secs / 1e6, static_cast<unsigned long long>(drops(d)),
+        static_cast<unsigned long long>(b[d].ce_marks - std::min(b[d].ce_marks, a[d].ce_marks)),
+        qd.c_str());
+  }
+}
+
+// report.html, report.jsonl and topology.svg in `dir` (made if missing).
+Result<void> write_report(const LabModel& m, const RunReport& r, const std::string& dir) {
+  FABEMU_TRY(make_dirs(dir));
+  FABEMU_TRY(write_file(dir + "/report.jsonl", report_json_lines(m, r)));
+  FABEMU_TRY(write_file(dir + "/topology.svg", topology_svg(m, &r)));
+  return write_file(dir + "/report.html", report_html(m, r));
+}
+
+std::string default_report_dir(const std::string& lab) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return "fabemu-reports/" + lab + "-" + stamp;
+}
+
+}  // namespace
+
+int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
+  std::optional<UpResult> up;
+  LabPaths paths;
+  int code = bring_up(args, base, up, paths);
+  if (code != kExitOk) return code;
+  const LabModel& m = up->model;
+  RunReport report;
+  report.lab = paths.lab;
+  report.scenario_file = m.scenario.file;
+  report.seed = m.scenario.seed;
+
+  auto start = Clock::now();
+  auto reach = check_reachability(m, paths);
+  if (!reach) {
+    print_error(reach.error().what());
+    code = kExitFailed;
+  } else {
+    const int total = static_cast<int>(reach->pairs.size());
+    report.pairs = total;
+    report.reachable = reach->answered();
+    std::printf(
+        "reachability: %d/%d host pairs answered ICMP echo across the fabric in %.2f s; "
+        "rtt p50 %.0f us, p99 %.0f us\n",
+        reach->answered(), total, seconds_since(start), reach->rtt_percentile(50),
+        reach->rtt_percentile(99));
+    int shown = 0;
+    for (const auto& pr : reach->pairs)
+      if (!pr.answered && shown++ < 10)
+        std::printf("  no answer: %s -> %s\n", m.topo.nodes[pr.src].name.c_str(),
+                    m.topo.nodes[pr.dst].name.c_str());
+    if (reach->answered() != total) code = kExitFailed;
+  }
+  if (code == kExitOk && !m.scenario.workload.empty()) {
+    run_workload(m, paths, report, code);
+  } else if (code != kExitOk && !m.scenario.workload.empty()) {
+    std::printf("workload not run: the fabric failed its reachability check\n");
+  } else if (!m.scenario.faults.empty()) {
+    std::printf("faults not played: they are timed from the workload's start, and there is none\n");
+  }
+  print_faults(report);
+  print_links(m, report);
+  report.expectations = check_expectations(m.scenario.expect, report);
+  for (const ExpectResult& e : report.expectations) {
+    std::printf("expect %s: %s\n", e.ok ? "ok" : "FAILED", e.what.c_str());
+    if (!e.ok) code = kExitFailed;
+  }
+  const std::string dir = run.report_dir.empty() ? default_report_dir(paths.lab) : run.report_dir;
+  if (auto w = write_report(m, report, dir); !w) {
+    print_error("writing the report: " + w.error().what());
+    code = kExitFailed;
+  } else {
+    std::printf("report: %s/report.html (JSON lines: %s/report.jsonl)\n", dir.c_str(), dir.c_str());
+  }
+
+  if (run.keep) {
+    std::printf("lab %s left up (--keep); `fabemu down %s` removes it\n", paths.lab.c_str(),
+                paths.lab.c_str());
+    return code;
+  }
+  auto backend = KernelBackend::create(paths.netns_dir);
+  if (!backend) {
+    print_error(backend.error().what());
+    return kExitFailed;
+  }
+  auto down_start = Clock::now();
+  if (auto r = lab_down(paths, **backend); !r) {
+    print_error(r.error().what());
+    return kExitFailed;
+  }
+  std::printf("lab %s down in %.2f s\n", paths.lab.c_str(), seconds_since(down_start));
+  return code;
+}
+
+}  // namespace fabemu::cli

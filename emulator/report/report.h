@@ -1,0 +1,65 @@
+// The report of a run: what `fabemu run` measured and did, as JSON lines, as a self-contained
+// HTML page (an SVG picture of the topology, busbw per size, link counters over time with the
+// fault events marked) and the topology alone as SVG or Graphviz DOT (`fabemu graph`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+#include "runtime/faults.h"
+#include "runtime/telemetry.h"
+
+namespace fabemu {
+
+// One result line of the collective benchmark (fabemu-collective --json-out).
+struct SizeResult {
+  uint64_t size = 0;
+  double time_us = 0, busbw_gbps = 0;
+  double pred_busbw_gbps = -1;  // -1: no prediction
+  uint64_t wrong = 0;
+  std::vector<double> rank_time_us;
+};
+
+struct StepReport {
+  std::string title;
+  bool ok = false;
+  std::string failure;
+  double start_s = 0, seconds = 0;  // relative to the workload's start
+  std::string collective;           // empty for exec steps
+  std::vector<SizeResult> results;
+};
+
+struct ExpectResult {
+  std::string what;  // "busbw_min 20 Mbit/s: workload[0] 2.93 MB/s at 1 MiB"
+  bool ok = false;
+};
+
+struct RunReport {
+  std::string lab, scenario_file;
+  uint64_t seed = 0;
+  int reachable = 0, pairs = 0;
+  std::vector<StepReport> steps;
+  std::vector<AppliedFault> faults;
+  std::vector<TelemetrySample> samples;
+  std::vector<ExpectResult> expectations;
+};
+
+// Reads fabemu-collective's JSON lines ("type":"result" lines); unreadable lines are skipped.
+std::vector<SizeResult> read_benchmark_results(const std::string& json_lines);
+
+// Checks the scenario's `expect:` against the report; the results in scenario order.
+std::vector<ExpectResult> check_expectations(const Expectations& e, const RunReport& r);
+
+// Frames the link model dropped during the run, all directions (last sample minus first).
+uint64_t run_drops(const RunReport& r);
+
+std::string report_json_lines(const LabModel& m, const RunReport& r);
+std::string report_html(const LabModel& m, const RunReport& r);
+
+// The topology picture; with a report, links are coloured by how busy they were (bytes over the
+// run against their rate) and drawn red where frames were dropped.
+std::string topology_svg(const LabModel& m, const RunReport* r = nullptr);
+std::string topology_dot(const LabModel& m);
+
+}  // namespace fabemu

@@ -1,0 +1,39 @@
+// SVG pieces of the report: XML escaping and a line chart with event markers.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "report/report.h"
+
+namespace fabemu {
+
+std::string xml_escape(const std::string& s);
+
+struct ChartSpec {
+  std::string id, title, x_title, y_title;
+  struct Series {
+    std::string name;
+    std::vector<std::pair<double, double>> points;
+    bool dashed = false;
+  };
+  std::vector<Series> series;
+  struct Marker {
+    double x = 0;
+    std::string label;
+  };
+  std::vector<Marker> markers;  // vertical lines (fault events)
+  std::vector<double> x_ticks;  // where to label the x axis; empty: 5 even ticks
+  std::function<std::string(double)> x_label_of = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", x);
+    return std::string(buf);
+  };
+};
+
+// An <svg> with id `c.id`: axes, ticks, a polyline per series, a dashed line per marker.
+std::string line_chart(const ChartSpec& c);
+
+}  // namespace fabemu

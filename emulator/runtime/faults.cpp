@@ -1,0 +1,218 @@
+// Fault timeline: expansion (flaps, seeded jitter, restores) and the player thread.
+#include "runtime/faults.h"
+
+#include <net/if.h>
+
+#include <algorithm>
+#include <map>
+
+#include "apply/cgroup.h"
+#include "apply/link_control.h"
+#include "apply/netns.h"
+#include "apply/rtnl.h"
+#include "shaping/link_cfg.h"
+
+namespace fabemu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The PRNG of an event's jitter: its own stream per event, from the scenario's seed.
+struct Jitter {
+  uint64_t state;
+  uint64_t next(uint64_t max_ns) {
+    if (max_ns == 0) return 0;
+    state += 0x9e3779b97f4a7c15ULL;  // splitmix64
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return (z ^ (z >> 31)) % (max_ns + 1);
+  }
+};
+
+std::string route_key(const Route& r) {
+  std::string k = r.dst.str();
+  for (const Nexthop& h : r.nexthops) k += " " + h.gateway.str() + "@" + std::to_string(h.link);
+  if (r.src) k += " src " + r.src->str();
+  return k;
+}
+
+}  // namespace
+
+std::vector<FaultStep> expand_faults(const Scenario& s) {
+  std::vector<FaultStep> steps;
+  for (size_t i = 0; i < s.faults.size(); ++i) {
+    const FaultEvent& f = s.faults[i];
+    FaultStep base;
+    base.at_ns = f.at_ns;
+    base.event = i;
+    base.target = f.host.empty() ? f.link : f.host;
+    base.reroute = f.reroute;
+    if (f.set) {
+      base.kind = FaultStep::Kind::Shape;
+      base.shape = *f.set;
+      base.what = f.link + " set " + f.set->str();
+      steps.push_back(base);
+    } else if (f.down || f.up) {
+      base.kind = f.down ? FaultStep::Kind::Down : FaultStep::Kind::Up;
+      base.what = f.link + (f.down ? " down" : " up") + (f.reroute ? "" : " (no reroute)");
+      steps.push_back(base);
+    } else if (f.flap) {
+      Jitter jitter{link_seed(s.seed, "fault " + std::to_string(i))};
+      uint64_t t = f.at_ns;
+      for (int k = 1; k <= f.flap->count; ++k) {
+        const std::string n =
+            " (flap " + std::to_string(k) + "/" + std::to_string(f.flap->count) + ")";
+        FaultStep down = base, up = base;
+        down.kind = FaultStep::Kind::Down;
+        down.at_ns = t;
+        down.what = f.link + " down" + n;
+        t += f.flap->down_ns + jitter.next(f.flap->jitter_ns);
+        up.kind = FaultStep::Kind::Up;
+        up.at_ns = t;
+        up.what = f.link + " up" + n;
+        t += f.flap->up_ns + jitter.next(f.flap->jitter_ns);
+        steps.push_back(down);
+        steps.push_back(up);
+      }
+    } else if (f.slow_cpu) {
+      base.kind = FaultStep::Kind::Cpu;
+      base.cpu = f.slow_cpu;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", *f.slow_cpu);
+      base.what = f.host + " slowed to " + buf + " CPU";
+      steps.push_back(base);
+      if (f.for_ns) {
+        FaultStep back = base;
+        back.at_ns = f.at_ns + f.for_ns;
+        back.cpu.reset();
+        back.what = f.host + " back to full speed";
+        steps.push_back(back);
+      }
+    }
+  }
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const FaultStep& a, const FaultStep& b) { return a.at_ns < b.at_ns; });
+  return steps;
+}
+
+FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vector<FaultStep> steps)
+    : model_(model), paths_(paths), current_(model.routes) {
+  for (auto& s : steps) {
+    AppliedFault a;
+    a.due_s = 1e-9 * double(s.at_ns);
+    a.step = std::move(s);
+    log_.push_back(std::move(a));
+  }
+}
+
+FaultPlayer::~FaultPlayer() {
+  stop();
+}
+
+void FaultPlayer::start(Clock::time_point t0) {
+  t0_ = t0;
+  thread_ = std::thread([this] { run(); });
+}
+
+void FaultPlayer::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::vector<AppliedFault> FaultPlayer::log() const {
+  std::lock_guard lock(mu_);
+  return log_;
+}
+
+void FaultPlayer::run() {
+  for (size_t i = 0; i < log_.size(); ++i) {
+    const auto due = t0_ + std::chrono::nanoseconds(log_[i].step.at_ns);
+    {
+      std::unique_lock lock(mu_);
+      if (cv_.wait_until(lock, due, [this] { return stopping_; })) return;
+    }
+    auto r = apply(log_[i].step);
+    const double at = std::chrono::duration<double>(Clock::now() - t0_).count();
+    std::lock_guard lock(mu_);
+    log_[i].applied_s = at;
+    log_[i].done = static_cast<bool>(r);
+    if (r)
+      log_[i].detail = *r;
+    else
+      log_[i].error = r.error().what();
+  }
+}
+
+Result<std::string> FaultPlayer::apply(const FaultStep& s) {
+  using K = FaultStep::Kind;
+  if (s.kind == K::Cpu) {
+    const int id = model_.topo.find(s.target);
+    const auto cpu = s.cpu ? s.cpu : model_.topo.nodes[id].limits.cpu;
+    FABEMU_TRY(set_cpu_quota(detect_cgroups(), host_cgroup(paths_, s.target), cpu));
+    return std::string(cpu ? "cgroup CPU quota set" : "cgroup CPU quota removed");
+  }
+  LinkShape change = s.shape;
+  if (s.kind != K::Shape) change.down = s.kind == K::Down;
+  auto changed = change_links(paths_, model_, s.target, change, {true});
+  if (!changed) return changed.error();
+  if (s.kind == K::Shape || !s.reroute) return std::string("link model updated");
+  auto links = find_links(model_.topo, s.target.substr(0, s.target.find(':')),
+                          s.target.substr(s.target.find(':') + 1));
+  for (int l : links) {
+    if (s.kind == K::Down)
+      failed_.insert(l);
+    else
+      failed_.erase(l);
+  }
+  if (ovs_switches(model_))
+    return std::string("link model updated; OVS switches keep their flows (no reroute)");
+  return reroute();
+}
+
+Result<std::string> FaultPlayer::reroute() {
+  auto next = plan_routes(model_.topo, model_.addresses, failed_);
+  if (!next)
+    return "routes unchanged: no way around the failed links (" + next.error().what() + ")";
+  int switches = 0, changes = 0;
+  for (int sw : model_.topo.switches()) {
+    std::map<std::string, const Route*> before, after;
+    for (const Route& r : current_[sw]) before[r.dst.str()] = &r;
+    for (const Route& r : (*next)[sw]) after[r.dst.str()] = &r;
+    std::vector<const Route*> put;
+    std::vector<Prefix> drop;
+    for (const auto& [dst, r] : after)
+      if (!before.count(dst) || route_key(*before[dst]) != route_key(*r)) put.push_back(r);
+    for (const auto& [dst, r] : before)
+      if (!after.count(dst)) drop.push_back(r->dst);
+    if (put.empty() && drop.empty()) continue;
+    ++switches;
+    changes += static_cast<int>(put.size() + drop.size());
+    const std::string where = node_ns(model_, paths_, sw);
+    FABEMU_TRY(run_in_netns(node_netns_path(model_, paths_, sw), [&]() -> Result<void> {
+      auto sock = RtnlSocket::open();
+      if (!sock) return sock.error();
+      for (const Route* r : put) {
+        std::vector<RtnlSocket::Hop> hops;
+        for (const Nexthop& h : r->nexthops) {
+          const std::string& ifname = model_.topo.links[h.link].end(sw).ifname;
+          const unsigned idx = ::if_nametoindex(ifname.c_str());
+          if (idx == 0) return errno_error("finding " + ifname + " in " + where);
+          hops.push_back({h.gateway, static_cast<int>(idx)});
+        }
+        FABEMU_TRY(sock->replace_route(r->dst, hops, r->src, r->dst.str() + " in " + where));
+      }
+      for (const Prefix& p : drop) FABEMU_TRY(sock->delete_route(p, p.str() + " in " + where));
+      return ok();
+    }));
+  }
+  current_ = std::move(*next);
+  return "rerouted: " + std::to_string(changes) + " route changes on " + std::to_string(switches) +
+         " switches";
+}
+
+}  // namespace fabemu

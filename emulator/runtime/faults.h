@@ -1,0 +1,80 @@
+// The fault timeline of a run: the scenario's `faults:` expanded into timed steps (pure,
+// seeded), and a player that applies them to the running lab while the workload runs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plan/plan.h"
+#include "util/result.h"
+
+namespace fabemu {
+
+// One thing to do at one time. Flaps are unrolled into downs and ups, a slow host with `for`
+// into a slow step and a restore.
+struct FaultStep {
+  uint64_t at_ns = 0;  // after the workload starts
+  enum class Kind { Shape, Down, Up, Cpu } kind = Kind::Shape;
+  std::string target;         // the link ("a:b", "a>b") or the host
+  LinkShape shape;            // Shape: what changes
+  bool reroute = true;        // Down/Up: the routes move off the link and back
+  std::optional<double> cpu;  // Cpu: the quota, unset = the host's own limit again
+  size_t event = 0;           // index in scenario.faults
+  std::string what;           // "leaf1:spine1 down (flap 2/3)"
+};
+
+// The timeline in time order (stable for equal times). Jitter of flaps comes from a PRNG seeded
+// by the scenario's seed and the event's index: the same scenario gives the same steps.
+std::vector<FaultStep> expand_faults(const Scenario& scenario);
+
+// What happened to one step: when it was due and when it took effect, both relative to the
+// workload's start, and what went wrong if it failed.
+struct AppliedFault {
+  FaultStep step;
+  double due_s = 0, applied_s = 0;
+  bool done = false;  // false: failed (error says why) or not reached before the end
+  std::string error;
+  std::string detail;  // "routes changed on 4 switches", ...
+};
+
+// Plays the timeline from `start` on a thread of its own; stop() (or the destructor) ends it
+// and skips what was not due yet. Link steps go through the link model's maps (`down` drops
+// everything in both directions) and, with reroute, replace the routes of every router switch
+// with the plan for the fabric without the failed links (what a routing protocol would
+// converge to); host steps write the host's cgroup CPU quota.
+class FaultPlayer {
+ public:
+  FaultPlayer(const LabModel& model, const LabPaths& paths, std::vector<FaultStep> steps);
+  ~FaultPlayer();
+  FaultPlayer(const FaultPlayer&) = delete;
+  FaultPlayer& operator=(const FaultPlayer&) = delete;
+
+  void start(std::chrono::steady_clock::time_point t0);
+  void stop();
+  std::vector<AppliedFault> log() const;  // every step, in time order
+
+ private:
+  void run();
+  Result<std::string> apply(const FaultStep& s);
+  Result<std::string> reroute();
+
+  const LabModel& model_;
+  const LabPaths& paths_;
+  std::vector<AppliedFault> log_;
+  std::set<int> failed_;                     // links down with reroute
+  std::vector<std::vector<Route>> current_;  // the routes installed now
+  std::chrono::steady_clock::time_point t0_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace fabemu

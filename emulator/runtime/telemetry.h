@@ -1,0 +1,62 @@
+// Telemetry of a run: per link direction bytes, packets, drops, CE marks and queue delay, and
+// per host rxe counters, sampled on a thread of its own while the workload runs.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plan/plan.h"
+#include "shaping/link_shaper.h"
+
+namespace fabemu {
+
+// Cumulative counters of one direction at one time.
+struct DirectionSample {
+  uint64_t bytes = 0, packets = 0;
+  uint64_t drops = 0, ce_marks = 0;
+  uint64_t queue_delay_p99_ns = 0;  // of everything counted so far (histogram upper bound)
+  bool shaped = false;              // counters from the link model; else the port's kernel tx
+};
+
+struct TelemetrySample {
+  double t_s = 0;                                              // since the workload started
+  std::vector<DirectionSample> dirs;                           // index 2 * link + (b_to_a ? 1 : 0)
+  std::map<std::string, std::map<std::string, uint64_t>> rxe;  // host -> hw counter -> value
+};
+
+// Samples every `interval` from start() until stop(); one sample at each end as well.
+class TelemetrySampler {
+ public:
+  TelemetrySampler(const LabModel& model, const LabPaths& paths,
+                   std::chrono::milliseconds interval);
+  ~TelemetrySampler();
+  TelemetrySampler(const TelemetrySampler&) = delete;
+  TelemetrySampler& operator=(const TelemetrySampler&) = delete;
+
+  void start(std::chrono::steady_clock::time_point t0);
+  void stop();
+  std::vector<TelemetrySample> samples() const;
+  std::string error() const;  // the first failure to read, if any (sampling goes on)
+
+ private:
+  TelemetrySample take();
+  const LabModel& model_;
+  const LabPaths& paths_;
+  std::chrono::milliseconds interval_;
+  std::chrono::steady_clock::time_point t0_;
+  std::optional<LinkShaper> maps_;  // opened once: loading them verifies the program
+  std::vector<TelemetrySample> samples_;
+  std::string error_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace fabemu
