@@ -1,0 +1,179 @@
+// `fabemu run` as users run it: the report it writes rendered by headless Chromium, a spine
+// link taken down during an allreduce (the collective completes on the other paths, and the
+// report shows the fault), a flapping link that never hangs a step, and `expect:` failing a run.
+#include <regex>
+#include <string>
+
+#include "lab_fixture.h"
+
+namespace fabemu::itest {
+namespace {
+
+const std::string kDefaultScenario = kSourceDir + "/scenarios/default.yaml";
+
+class RunTest : public LabTest {
+ protected:
+  void SetUp() override {
+    LabTest::SetUp();
+    if (IsSkipped()) return;
+    char tmpl[] = "/tmp/fabemu-report-XXXXXX";
+    if (::mkdtemp(tmpl)) dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  Outcome run(const std::string& scenario, const std::string& lab,
+              std::chrono::milliseconds timeout = 300s) {
+    return fabemu({"run", scenario, "--lab", lab, "--report", dir_, "--accept-degraded", "-q"},
+                  timeout);
+  }
+  std::string dir_;
+};
+
+// 8 hosts on 4 leaves and 2 spines at 25 Mbit/s: one allreduce long enough for faults to land
+// in the middle of it.
+std::string faulty_scenario(const std::string& faults, const std::string& extra = "") {
+  return "name: fault\nseed: 3\n"
+         "topology: {kind: leaf-spine, leaves: 4, spines: 2, hosts_per_leaf: 2}\n"
+         "links: {default: {rate: 25mbit}}\nrdma: {enabled: off}\n"
+         "workload:\n  - {collective: allreduce, library: gloo, transport: tcp, sizes: [4M], "
+         "iterations: 3, timeout: 120s}\n"
+         "faults:\n" +
+         faults + extra;
+}
+
+// The report of the default scenario, as a user opens it: Chromium renders the page (a
+// non-empty screenshot) and its DOM holds the topology, a link per fabric link and the plots.
+TEST_F(RunTest, DefaultScenarioReportRendersInChromium) {
+  const auto chromium = find_tool("chromium");
+  if (!chromium) GTEST_SKIP() << "chromium is not installed (apt install chromium)";
+  const std::string lab = lab_name("rh");
+  LabGuard guard(lab);
+  Outcome o = run(kDefaultScenario, lab);
+  ASSERT_EQ(o.status, 0) << o;
+  EXPECT_NE(o.out.find("report: " + dir_ + "/report.html"), std::string::npos) << o;
+  const std::string html = dir_ + "/report.html";
+  ASSERT_TRUE(std::filesystem::exists(html));
+  const std::string profile = dir_ + "/chromium";
+  const Argv base = {*chromium,
+                     "--headless",
+                     "--no-sandbox",
+                     "--disable-gpu",
+                     "--disable-quic",
+                     "--no-first-run",
+                     "--disable-background-networking",
+                     "--disable-component-update",
+                     "--disable-sync",
+                     "--user-data-dir=" + profile,
+                     "--window-size=1000,2400"};
+  Argv shot = base;
+  shot.insert(shot.end(), {"--screenshot=" + dir_ + "/report.png", "file://" + html});
+  Outcome s = itest::run(shot, 120s);
+  ASSERT_EQ(s.status, 0) << s;
+  const auto png = std::filesystem::file_size(dir_ + "/report.png");
+  EXPECT_GT(png, 20000u) << "a near-empty screenshot";
+  EXPECT_EQ(read_text(dir_ + "/report.png").substr(1, 3), "PNG");
+  Argv dump = base;
+  dump.insert(dump.end(), {"--dump-dom", "file://" + html});
+  Outcome d = itest::run(dump, 120s);
+  ASSERT_EQ(d.status, 0) << d;
+  EXPECT_NE(d.out.find("<svg id=\"topology\""), std::string::npos);
+  size_t links = 0;
+  for (size_t at = d.out.find("class=\"link\""); at != std::string::npos;
+       at = d.out.find("class=\"link\"", at + 1))
+    ++links;
+  EXPECT_EQ(links, 16u) << "4 leaves x (2 hosts + 2 spines)";
+  for (const char* id : {"busbw-plot", "link-plot", "drop-plot"}) {
+    const auto at = d.out.find(std::string("<svg id=\"") + id + "\"");
+    ASSERT_NE(at, std::string::npos) << id;
+    EXPECT_NE(d.out.find("<polyline points=\"", at), std::string::npos) << id << " has no line";
+  }
+  EXPECT_NE(read_text(dir_ + "/report.jsonl").find("{\"type\":\"sample\""), std::string::npos);
+}
+
+// A spine link fails during the allreduce: the switches route around it, the collective
+// completes correctly on the remaining paths, the link carries nothing after the fault, and
+// the report marks it.
+TEST_F(RunTest, SpineLinkDownDuringAllreduceCompletesOnTheRemainingPaths) {
+  TempScenario sc(faulty_scenario("  - {at: 1500ms, link: \"leaf1:spine1\", down: true}\n"));
+  const std::string lab = lab_name("rd");
+  LabGuard guard(lab);
+  Outcome o = run(sc.path(), lab);
+  ASSERT_EQ(o.status, 0) << o;
+  EXPECT_NE(o.out.find("wrong values: 0 OK"), std::string::npos) << o;
+  EXPECT_NE(o.out.find("workload[0] allreduce (gloo, tcp): ok"), std::string::npos) << o;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.out, m,
+                                std::regex(R"(\s([0-9.]+)\s+leaf1:spine1 down\s+rerouted: )")))
+      << o;
+  const double at = std::stod(m[1]);
+  EXPECT_GE(at, 1.5);
+  EXPECT_LT(at, 2.5) << "applied late";
+  // After the fault (and a moment for what was queued), leaf1>spine1 carries nothing.
+  const std::string jsonl = read_text(dir_ + "/report.jsonl");
+  const std::regex sample(R"re(\{"type":"sample","t_s":([0-9.e+-]+),.*?"name":"leaf1>spine1","bytes":(\d+))re");
+  uint64_t settled = 0, last = 0;
+  bool seen_settled = false;
+  for (std::sregex_iterator it(jsonl.begin(), jsonl.end(), sample), end; it != end; ++it) {
+    const double t = std::stod((*it)[1]);
+    const uint64_t bytes = std::stoull((*it)[2]);
+    if (t > at + 0.5 && !seen_settled) {
+      settled = bytes;
+      seen_settled = true;
+    }
+    last = bytes;
+  }
+  ASSERT_TRUE(seen_settled) << "no samples after the fault";
+  EXPECT_EQ(last, settled) << "leaf1>spine1 still carried traffic after it went down";
+  const std::string html = read_text(dir_ + "/report.html");
+  EXPECT_NE(html.find("class=\"fault-marker\"><title>leaf1:spine1 down"), std::string::npos);
+}
+
+// A link that flaps through the whole allreduce: the step ends, in time, and says how.
+TEST_F(RunTest, AFlappingLinkNeverHangsTheStep) {
+  TempScenario sc(faulty_scenario(
+      "  - {at: 500ms, link: \"leaf1:spine1\", flap: {count: 6, down: 300ms, up: 300ms, "
+      "jitter: 100ms}}\n"
+      "  - {at: 700ms, link: \"leaf2:spine2\", flap: {count: 6, down: 200ms, up: 400ms}, "
+      "reroute: false}\n"));
+  const std::string lab = lab_name("rf");
+  LabGuard guard(lab);
+  const auto start = Clock::now();
+  Outcome o = run(sc.path(), lab, 240s);
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  ASSERT_NE(o.status, -1) << "run did not end: " << o;
+  EXPECT_LT(secs, 200) << o;
+  const bool ok = o.out.find("workload[0] allreduce (gloo, tcp): ok") != std::string::npos;
+  const bool failed = o.out.find("workload[0] allreduce (gloo, tcp): FAILED") != std::string::npos;
+  EXPECT_TRUE(ok != failed) << o;
+  EXPECT_EQ(o.status, ok ? 0 : 1) << o;
+  EXPECT_NE(o.out.find("leaf1:spine1 down (flap 1/6)"), std::string::npos) << o;
+}
+
+TEST_F(RunTest, AFailedExpectationFailsTheRun) {
+  TempScenario sc(
+      faulty_scenario("  - {at: 1s, link: \"leaf1:spine1\", set: {loss: 30%}}\n",
+                      "expect: {completes: true, max_drops: 0, busbw_min: 1gbit}\n"));
+  const std::string lab = lab_name("re");
+  LabGuard guard(lab);
+  Outcome o = run(sc.path(), lab);
+  EXPECT_EQ(o.status, 1) << o;
+  EXPECT_NE(o.out.find("expect ok: completes: true"), std::string::npos) << o;
+  EXPECT_NE(o.out.find("expect FAILED: max_drops 0: the link model dropped"), std::string::npos)
+      << o;
+  EXPECT_NE(o.out.find("expect FAILED: busbw_min 1gbit"), std::string::npos) << o;
+}
+
+TEST_F(RunTest, GraphWritesSvgAndDotOfAScenario) {
+  Outcome svg = fabemu({"graph", kDefaultScenario, "-o", dir_ + "/t.svg"});
+  ASSERT_EQ(svg.status, 0) << svg;
+  EXPECT_TRUE(read_text(dir_ + "/t.svg").starts_with("<svg id=\"topology\""));
+  Outcome dot = fabemu({"graph", kDefaultScenario, "--format", "dot"});
+  ASSERT_EQ(dot.status, 0) << dot;
+  EXPECT_NE(dot.out.find("\"leaf1\" -- \"spine1\""), std::string::npos) << dot;
+  EXPECT_EQ(fabemu({"graph", "nolab"}).status, 3);
+}
+
+}  // namespace
+}  // namespace fabemu::itest
