@@ -275,7 +275,7 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
       if (d && d->shaped && !lm->mode.fq && (d->shape.delay_ns || d->shape.jitter_ns))
         shape += " [no fq: no delay/jitter]";
       const std::string qd = d && d->counters.packets
-                                 ? "<" + format_time_ns(queue_delay_quantile(d->counters, 0.99))
+                                 ? "<" + format_time_short(queue_delay_quantile(d->counters, 0.99))
                                  : "-";
       std::printf("%-22s %-5s %-17s %-17s %-6s %10llu %8llu %8llu %8llu %9s  %s\n",
                   back ? "" : name.c_str(), back ? "" : (up ? "up" : "DOWN"),

@@ -118,7 +118,7 @@ void print_links(const LabModel& m, const RunReport& r) {
   for (size_t k = 0; k < std::min<size_t>(6, order.size()); ++k) {
     const size_t d = order[k];
     const std::string qd = b[d].shaped && b[d].queue_delay_p99_ns
-                               ? "<" + format_time_ns(b[d].queue_delay_p99_ns)
+                               ? "<" + format_time_short(b[d].queue_delay_p99_ns)
                                : "-";
     std::printf(
         "  %-22s %12.2f %12.2f %10llu %8llu %10s\n",

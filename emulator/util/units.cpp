@@ -1,6 +1,7 @@
 // Parsing and formatting of rates, times, sizes and loss probabilities.
 #include "util/units.h"
 
+#include <cstdio>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -228,6 +229,19 @@ std::string format_time_ns(uint64_t ns) {
 
 std::string format_size(uint64_t bytes) {
   return format_with(bytes, kSizeUnits);
+}
+
+std::string format_time_short(uint64_t ns) {
+  const char* unit = "ns";
+  double v = double(ns);
+  for (const char* next : {"us", "ms", "s"}) {
+    if (v < 1000) break;
+    v /= 1000;
+    unit = next;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g%s", v, unit);
+  return buf;
 }
 
 }  // namespace fabemu

@@ -33,5 +33,7 @@ Result<double> parse_loss(std::string_view text);
 std::string format_rate(uint64_t bps);
 std::string format_time_ns(uint64_t ns);
 std::string format_size(uint64_t bytes);
+// Three significant digits in the largest unit below the value, for people: "16.8ms", "262us".
+std::string format_time_short(uint64_t ns);
 
 }  // namespace fabemu
