@@ -126,9 +126,9 @@ std::string report_html(const LabModel& m, const RunReport& r) {
     char a[32], b[32];
     std::snprintf(a, sizeof a, "%.2f", s.start_s);
     std::snprintf(b, sizeof b, "%.2f", s.seconds);
-    h += "<tr>" + td(s.title) + "<td class=\"" + (s.ok ? "ok\">ok" : "bad\">FAILED: " +
-                                                               xml_escape(s.failure)) +
-         "</td>" + td(a) + td(b) + "</tr>\n";
+    h += "<tr>" + td(s.title) + "<td class=\"" +
+         (s.ok ? "ok\">ok" : "bad\">FAILED: " + xml_escape(s.failure)) + "</td>" + td(a) + td(b) +
+         "</tr>\n";
   }
   h += "</table>\n" + busbw_chart(r);
   if (!r.faults.empty()) {
@@ -139,7 +139,9 @@ std::string report_html(const LabModel& m, const RunReport& r) {
       std::snprintf(due, sizeof due, "%.3f", f.due_s);
       std::snprintf(at, sizeof at, "%.3f", f.applied_s);
       h += "<tr>" + td(due) + td(f.done ? at : "-") + td(f.step.what) +
-           td(f.done ? f.detail : f.error.empty() ? "not reached (the workload ended)" : f.error) +
+           td(f.done            ? f.detail
+              : f.error.empty() ? "not reached (the workload ended)"
+                                : f.error) +
            "</tr>\n";
     }
     h += "</table>\n";

@@ -57,21 +57,21 @@ std::vector<ExpectResult> check_expectations(const Expectations& e, const RunRep
         failed += (failed.empty() ? "" : ", ") + s.title;
       }
     const bool ok = all == *e.completes;
-    out.push_back({std::string("completes: ") + (*e.completes ? "true" : "false") + " (" +
-                       (failed.empty() ? (r.reachable == r.pairs ? "every step ok"
-                                                                 : "reachability failed")
-                                       : "failed: " + failed) +
-                       ")",
-                   ok});
+    out.push_back(
+        {std::string("completes: ") + (*e.completes ? "true" : "false") + " (" +
+             (failed.empty() ? (r.reachable == r.pairs ? "every step ok" : "reachability failed")
+                             : "failed: " + failed) +
+             ")",
+         ok});
   }
   if (e.busbw_min_bps) {
     const double want = double(*e.busbw_min_bps) / 8 / 1e9;  // GB/s
     for (const auto& s : r.steps) {
       if (s.collective.empty()) continue;
       if (s.results.empty()) {
-        out.push_back({"busbw_min " + format_rate(*e.busbw_min_bps) + ": " + s.title +
-                           " has no results",
-                       false});
+        out.push_back(
+            {"busbw_min " + format_rate(*e.busbw_min_bps) + ": " + s.title + " has no results",
+             false});
         continue;
       }
       const SizeResult& big = *std::max_element(

@@ -15,11 +15,20 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -110,13 +119,18 @@ std::string topology_svg(const LabModel& m, const RunReport* r) {
     const bool dropped = drops[i] * 100 > packets[i] + drops[i] && drops[i] > 0;
     const std::string colour = dropped ? "#d62728" : r ? load_colour(load[i]) : "#8a8a8a";
     char tip[200];
-    std::snprintf(tip, sizeof tip, "%s: %.1f%% of its rate (busier direction), %.2f MB, %llu "
-                  "frames dropped", name.c_str(), 100 * load[i], bytes[i] / 1e6,
+    std::snprintf(tip, sizeof tip,
+                  "%s: %.1f%% of its rate (busier direction), %.2f MB, %llu "
+                  "frames dropped",
+                  name.c_str(), 100 * load[i], bytes[i] / 1e6,
                   static_cast<unsigned long long>(drops[i]));
     s += "<g class=\"link\" data-link=\"" + xml_escape(name) + "\"><title>" + xml_escape(tip) +
-         "</title><line x1=\"" + num(l.x[k.a.node]) + "\" y1=\"" + num(l.y[k.a.node]) +
-         "\" x2=\"" + num(l.x[k.b.node]) + "\" y2=\"" + num(l.y[k.b.node]) + "\" stroke=\"" +
-         colour + "\" stroke-width=\"" + (dropped ? "4" : r ? num(1.5 + 3 * load[i]) : "1.5") +
+         "</title><line x1=\"" + num(l.x[k.a.node]) + "\" y1=\"" + num(l.y[k.a.node]) + "\" x2=\"" +
+         num(l.x[k.b.node]) + "\" y2=\"" + num(l.y[k.b.node]) + "\" stroke=\"" + colour +
+         "\" stroke-width=\"" +
+         (dropped ? "4"
+          : r     ? num(1.5 + 3 * load[i])
+                  : "1.5") +
          "\"/></g>\n";
   }
   for (size_t i = 0; i < t.nodes.size(); ++i) {
@@ -177,8 +191,10 @@ std::string line_chart(const ChartSpec& c) {
   if (ymax <= 0) ymax = 1;
   auto px = [&](double x) { return L + (W - L - R) * (x - xmin) / (xmax - xmin); };
   auto py = [&](double y) { return H - B - (H - T - B) * y / ymax; };
-  std::string s = "<svg id=\"" + c.id + "\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" "
-                  "width=\"" + num(W) + "\" height=\"" + num(H) + "\" font-family=\"sans-serif\">\n";
+  std::string s = "<svg id=\"" + c.id +
+                  "\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" "
+                  "width=\"" +
+                  num(W) + "\" height=\"" + num(H) + "\" font-family=\"sans-serif\">\n";
   s += "<text x=\"" + num(L) + "\" y=\"18\" font-size=\"13\">" + xml_escape(c.title) + "</text>\n";
   s += "<line x1=\"" + num(L) + "\" y1=\"" + num(H - B) + "\" x2=\"" + num(W - R) + "\" y2=\"" +
        num(H - B) + "\" stroke=\"#333\"/><line x1=\"" + num(L) + "\" y1=\"" + num(T) + "\" x2=\"" +
@@ -198,9 +214,10 @@ std::string line_chart(const ChartSpec& c) {
          "\" font-size=\"10\" text-anchor=\"middle\">" + xml_escape(c.x_label_of(x)) + "</text>\n";
   s += "<text x=\"" + num((L + W - R) / 2) + "\" y=\"" + num(H - 6) +
        "\" font-size=\"11\" text-anchor=\"middle\">" + xml_escape(c.x_title) + "</text>";
-  s += "<text x=\"14\" y=\"" + num((T + H - B) / 2) + "\" font-size=\"11\" text-anchor=\"middle\" "
-       "transform=\"rotate(-90 14 " + num((T + H - B) / 2) + ")\">" + xml_escape(c.y_title) +
-       "</text>\n";
+  s += "<text x=\"14\" y=\"" + num((T + H - B) / 2) +
+       "\" font-size=\"11\" text-anchor=\"middle\" "
+       "transform=\"rotate(-90 14 " +
+       num((T + H - B) / 2) + ")\">" + xml_escape(c.y_title) + "</text>\n";
   for (size_t i = 0; i < c.markers.size(); ++i) {
     const auto& mk = c.markers[i];
     // Labels step down the plot so that events close in time stay readable.

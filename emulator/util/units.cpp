@@ -1,10 +1,10 @@
 // Parsing and formatting of rates, times, sizes and loss probabilities.
 #include "util/units.h"
 
-#include <cstdio>
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <limits>
 
 namespace fabemu {

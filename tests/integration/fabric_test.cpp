@@ -205,8 +205,8 @@ TEST_F(FabricTest, RunReportsFullReachabilityAndACorrectAllreduceAndLeavesNothin
   LabGuard lab(name);
   TempScenario report("");  // a directory for the report, gone with the test
   const std::string dir = report.path() + ".d";
-  Outcome o = fabemu({"run", kDefaultScenario, "--lab", name, "--accept-degraded", "--report", dir},
-                     240s);
+  Outcome o =
+      fabemu({"run", kDefaultScenario, "--lab", name, "--accept-degraded", "--report", dir}, 240s);
   EXPECT_EQ(o.status, 0) << o;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(reachability: (\d+)/(\d+))"))) << o;

@@ -104,15 +104,16 @@ TEST_F(RunTest, SpineLinkDownDuringAllreduceCompletesOnTheRemainingPaths) {
   EXPECT_NE(o.out.find("wrong values: 0 OK"), std::string::npos) << o;
   EXPECT_NE(o.out.find("workload[0] allreduce (gloo, tcp): ok"), std::string::npos) << o;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(o.out, m,
-                                std::regex(R"(\s([0-9.]+)\s+leaf1:spine1 down\s+rerouted: )")))
+  ASSERT_TRUE(
+      std::regex_search(o.out, m, std::regex(R"(\s([0-9.]+)\s+leaf1:spine1 down\s+rerouted: )")))
       << o;
   const double at = std::stod(m[1]);
   EXPECT_GE(at, 1.5);
   EXPECT_LT(at, 2.5) << "applied late";
   // After the fault (and a moment for what was queued), leaf1>spine1 carries nothing.
   const std::string jsonl = read_text(dir_ + "/report.jsonl");
-  const std::regex sample(R"re(\{"type":"sample","t_s":([0-9.e+-]+),.*?"name":"leaf1>spine1","bytes":(\d+))re");
+  const std::regex sample(
+      R"re(\{"type":"sample","t_s":([0-9.e+-]+),.*?"name":"leaf1>spine1","bytes":(\d+))re");
   uint64_t settled = 0, last = 0;
   bool seen_settled = false;
   for (std::sregex_iterator it(jsonl.begin(), jsonl.end(), sample), end; it != end; ++it) {
@@ -152,9 +153,8 @@ TEST_F(RunTest, AFlappingLinkNeverHangsTheStep) {
 }
 
 TEST_F(RunTest, AFailedExpectationFailsTheRun) {
-  TempScenario sc(
-      faulty_scenario("  - {at: 1s, link: \"leaf1:spine1\", set: {loss: 30%}}\n",
-                      "expect: {completes: true, max_drops: 0, busbw_min: 1gbit}\n"));
+  TempScenario sc(faulty_scenario("  - {at: 1s, link: \"leaf1:spine1\", set: {loss: 30%}}\n",
+                                  "expect: {completes: true, max_drops: 0, busbw_min: 1gbit}\n"));
   const std::string lab = lab_name("re");
   LabGuard guard(lab);
   Outcome o = run(sc.path(), lab);
