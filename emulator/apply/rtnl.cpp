@@ -108,13 +108,24 @@ Result<void> RtnlSocket::replace_route(Prefix dst, const std::vector<Hop>& hops,
   return put_route(dst, hops, src, NLM_F_CREATE | NLM_F_REPLACE, "replacing route " + what);
 }
 
-Result<void> RtnlSocket::delete_route(Prefix dst, const std::string& what) {
+namespace {
+
+// An IPv4 route object of the main table to dst, or null when libnl is out of memory.
+RoutePtr main_table_route(Prefix dst) {
   RoutePtr route(rtnl_route_alloc());
   NlAddrPtr d = to_nl(dst);
-  if (!route || !d) return make_error("allocating route", ENOMEM);
+  if (!route || !d) return nullptr;
   rtnl_route_set_family(route.get(), AF_INET);
   rtnl_route_set_dst(route.get(), d.get());
   rtnl_route_set_table(route.get(), RT_TABLE_MAIN);
+  return route;
+}
+
+}  // namespace
+
+Result<void> RtnlSocket::delete_route(Prefix dst, const std::string& what) {
+  RoutePtr route = main_table_route(dst);
+  if (!route) return make_error("allocating route", ENOMEM);
   rtnl_route_set_scope(route.get(), RT_SCOPE_NOWHERE);  // any scope
   if (int err = rtnl_route_delete(sock_.get(), route.get(), 0); err < 0) {
     if (err == -NLE_OBJ_NOTFOUND) return ok();
@@ -125,12 +136,8 @@ Result<void> RtnlSocket::delete_route(Prefix dst, const std::string& what) {
 
 Result<void> RtnlSocket::put_route(Prefix dst, const std::vector<Hop>& hops,
                                    std::optional<Ipv4> src, int flags, const std::string& what) {
-  RoutePtr route(rtnl_route_alloc());
-  NlAddrPtr d = to_nl(dst);
-  if (!route || !d) return make_error("allocating route", ENOMEM);
-  rtnl_route_set_family(route.get(), AF_INET);
-  rtnl_route_set_dst(route.get(), d.get());
-  rtnl_route_set_table(route.get(), RT_TABLE_MAIN);
+  RoutePtr route = main_table_route(dst);
+  if (!route) return make_error("allocating route", ENOMEM);
   rtnl_route_set_protocol(route.get(), RTPROT_STATIC);
   rtnl_route_set_scope(route.get(), RT_SCOPE_UNIVERSE);
   rtnl_route_set_type(route.get(), RTN_UNICAST);

@@ -98,6 +98,12 @@ std::string td(const std::string& s) {
   return "<td>" + xml_escape(s) + "</td>";
 }
 
+std::string fixed(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 }  // namespace
 
 std::string report_html(const LabModel& m, const RunReport& r) {
@@ -122,23 +128,17 @@ std::string report_html(const LabModel& m, const RunReport& r) {
        topology_svg(m, &r);
   h += "<h2>Workload</h2>\n<table id=\"steps\"><tr><th>step</th><th>verdict</th><th>start "
        "(s)</th><th>seconds</th></tr>\n";
-  for (const StepReport& s : r.steps) {
-    char a[32], b[32];
-    std::snprintf(a, sizeof a, "%.2f", s.start_s);
-    std::snprintf(b, sizeof b, "%.2f", s.seconds);
+  for (const StepReport& s : r.steps)
     h += "<tr>" + td(s.title) + "<td class=\"" +
-         (s.ok ? "ok\">ok" : "bad\">FAILED: " + xml_escape(s.failure)) + "</td>" + td(a) + td(b) +
-         "</tr>\n";
-  }
+         (s.ok ? "ok\">ok" : "bad\">FAILED: " + xml_escape(s.failure)) + "</td>" +
+         td(fixed(s.start_s, 2)) + td(fixed(s.seconds, 2)) + "</tr>\n";
   h += "</table>\n" + busbw_chart(r);
   if (!r.faults.empty()) {
     h += "<h2>Fault timeline</h2>\n<table id=\"faults\"><tr><th>due (s)</th><th>applied "
          "(s)</th><th>fault</th><th>result</th></tr>\n";
     for (const AppliedFault& f : r.faults) {
-      char due[32], at[32];
-      std::snprintf(due, sizeof due, "%.3f", f.due_s);
-      std::snprintf(at, sizeof at, "%.3f", f.applied_s);
-      h += "<tr>" + td(due) + td(f.done ? at : "-") + td(f.step.what) +
+      h += "<tr>" + td(fixed(f.due_s, 3)) + td(f.done ? fixed(f.applied_s, 3) : "-") +
+           td(f.step.what) +
            td(f.done            ? f.detail
               : f.error.empty() ? "not reached (the workload ended)"
                                 : f.error) +
