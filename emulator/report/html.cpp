@@ -91,6 +91,9 @@ std::pair<std::string, std::string> link_charts(const LabModel& m, const RunRepo
     }
     drops.series.push_back(std::move(s));
   }
+  if (drops.series.empty() && r.samples.size() >= 2)  // an empty chart would look broken
+    drops.series.push_back(
+        {"no link dropped a frame", {{r.samples.front().t_s, 0}, {r.samples.back().t_s, 0}}});
   return {line_chart(rate), line_chart(drops)};
 }
 

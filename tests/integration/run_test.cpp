@@ -84,6 +84,7 @@ TEST_F(RunTest, DefaultScenarioReportRendersInChromium) {
        at = d.out.find("class=\"link\"", at + 1))
     ++links;
   EXPECT_EQ(links, 16u) << "4 leaves x (2 hosts + 2 spines)";
+  // (The drop plot has a line too: the drops, or a flat one saying that there were none.)
   for (const char* id : {"busbw-plot", "link-plot", "drop-plot"}) {
     const auto at = d.out.find(std::string("<svg id=\"") + id + "\"");
     ASSERT_NE(at, std::string::npos) << id;
@@ -163,6 +164,31 @@ TEST_F(RunTest, AFailedExpectationFailsTheRun) {
   EXPECT_NE(o.out.find("expect FAILED: max_drops 0: the link model dropped"), std::string::npos)
       << o;
   EXPECT_NE(o.out.find("expect FAILED: busbw_min 1gbit"), std::string::npos) << o;
+}
+
+// A straggler: the host's cgroup quota drops when the fault is due (and, without `for`, stays
+// so; --keep leaves the lab up to look at it).
+TEST_F(RunTest, ASlowHostFaultSetsItsCgroupQuota) {
+  const std::map<std::string, std::string> cgroups = cgroup_mounts();
+  std::string cpu_file;
+  if (cgroups.count("2") &&
+      read_text(cgroups.at("2") + "/cgroup.controllers").find("cpu") != std::string::npos)
+    cpu_file = cgroups.at("2") + "/fabemu/%s/h3/cpu.max";
+  else if (cgroups.count("cpu"))
+    cpu_file = cgroups.at("cpu") + "/fabemu/%s/h3/cpu.cfs_quota_us";
+  if (cpu_file.empty()) GTEST_SKIP() << "no cgroup v2 cpu controller and no v1 cpu hierarchy";
+  TempScenario sc(faulty_scenario("  - {at: 200ms, host: h3, slow: {cpu: 0.05}}\n"));
+  const std::string lab = lab_name("rs");
+  LabGuard guard(lab);
+  Outcome o = fabemu(
+      {"run", sc.path(), "--lab", lab, "--report", dir_, "--accept-degraded", "-q", "--keep"},
+      300s);
+  ASSERT_EQ(o.status, 0) << o;
+  EXPECT_NE(o.out.find("h3 slowed to 0.05 CPU"), std::string::npos) << o;
+  EXPECT_NE(o.out.find("cgroup CPU quota set"), std::string::npos) << o;
+  cpu_file.replace(cpu_file.find("%s"), 2, lab);
+  const std::string quota = read_text(cpu_file);
+  EXPECT_TRUE(quota.starts_with("5000")) << cpu_file << ": " << quota;
 }
 
 TEST_F(RunTest, GraphWritesSvgAndDotOfAScenario) {

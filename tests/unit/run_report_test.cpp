@@ -200,6 +200,19 @@ TEST(Report, HtmlHasTheTopologyThePlotsAndTheFaultsAndJsonLinesEveryRecord) {
     EXPECT_NE(jsonl.find(std::string("{\"type\":\"") + type + "\""), std::string::npos) << type;
 }
 
+TEST(Report, ADropPlotWithoutDropsSaysSo) {
+  auto m = build_model(load(kFaulty), 0);
+  ASSERT_TRUE(m.ok());
+  RunReport r = report_with(0.003, 0, true);
+  r.samples.front().dirs.resize(2 * m->topo.links.size());
+  r.samples.back().dirs.resize(2 * m->topo.links.size());
+  const std::string html = report_html(*m, r);
+  const auto plot = html.find("<svg id=\"drop-plot\"");
+  ASSERT_NE(plot, std::string::npos);
+  EXPECT_NE(html.find("no link dropped a frame", plot), std::string::npos);
+  EXPECT_NE(html.find("<polyline", plot), std::string::npos);
+}
+
 TEST(Report, DotNamesEveryLink) {
   auto m = build_model(load(kFaulty), 0);
   ASSERT_TRUE(m.ok());
