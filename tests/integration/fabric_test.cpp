@@ -21,6 +21,7 @@
 
 #include "apply/inspect.h"
 #include "apply/netns.h"
+#include "apply/ovs.h"
 #include "doctor/probe.h"
 #include "lab_fixture.h"
 #include "util/unique_fd.h"
@@ -146,6 +147,13 @@ TEST_P(SwitchTest, LeafSpineEveryHostPingsEveryOtherByName) {
   ASSERT_EQ(hosts.size(), 8u);  // 4 leaves x 2 hosts
 
   EXPECT_EQ(unreachable_pairs(lab, hosts), std::vector<std::string>{});
+  if (ovs()) {  // the kernel's datapath wherever the kernel has one (the VM lane), as promised
+    std::string json;
+    ASSERT_NO_FATAL_FAILURE(status_json(lab, &json));
+    EXPECT_EQ(json_string_field(json, "datapath"),
+              probe_ovs_kernel_datapath() ? "kernel" : "userspace")
+        << json_string_field(json, "reason");
+  }
   for (const auto& host : hosts) {
     Outcome o = lab.exec(host, {"hostname"});
     EXPECT_EQ(o.status, 0) << o;
