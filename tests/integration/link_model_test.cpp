@@ -246,6 +246,9 @@ TEST_F(LinkModelTest, OvsSwitchPortsAreShapedCountedAndChangedLive) {
   // Here the excess crosses a bridge before it is dropped (on a router test it is dropped at the
   // sender's own port): rates low enough for the VM lane's emulated CPU, which also runs
   // ovs-vswitchd, to carry twice over.
+  // Neighbours resolved and the datapath's flows set up before measuring: under TCG the first
+  // packets' trips through ovs-vswitchd (ARP replies are flows too) can take seconds.
+  ASSERT_EQ(lab.exec("h1", {"/usr/bin/ping", "-c3", "-i0.5", "-W5", "h2"}).status, 0);
   ASSERT_EQ(link(lab, {"set", "leaf1>h2", "--rate", "10mbit"}).status, 0);
   const double got = iperf(lab, "h1", "h2", "20M");
   const double wire = 1442.0 / 1400;
