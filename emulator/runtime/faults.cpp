@@ -17,16 +17,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The PRNG of an event's jitter: its own stream per event, from the scenario's seed.
+// The PRNG of an event's jitter: its own splitmix64 stream per event, from the scenario's seed.
 struct Jitter {
   uint64_t state;
   uint64_t next(uint64_t max_ns) {
     if (max_ns == 0) return 0;
-    state += 0x9e3779b97f4a7c15ULL;  // splitmix64
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return (z ^ (z >> 31)) % (max_ns + 1);
+    const uint64_t z = splitmix64(state);
+    state += 0x9e3779b97f4a7c15ULL;
+    return z % (max_ns + 1);
   }
 };
 

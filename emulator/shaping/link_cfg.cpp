@@ -12,14 +12,14 @@ namespace {
 // enforced.
 constexpr uint64_t kMaxRateBps = 1ULL << 60;
 
+}  // namespace
+
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-
-}  // namespace
 
 uint32_t probability_u32(double p) {
   if (!(p > 0)) return 0;  // also NaN

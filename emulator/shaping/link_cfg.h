@@ -60,6 +60,10 @@ struct HtbParams {
 // htb for a port shaped like `shape`; unset when the shape has no rate (nothing to hold).
 std::optional<HtbParams> htb_params_for(const LinkShape& shape);
 
+// splitmix64: one step of the generator (x + golden ratio, then the finalizer). Seeds and the
+// fault timeline's jitter come from it.
+uint64_t splitmix64(uint64_t x);
+
 // The seed of one link direction ("leaf1>spine2"), derived from the scenario's seed so that every
 // link has its own loss sequence and a run repeats.
 uint64_t link_seed(uint64_t scenario_seed, std::string_view direction);
