@@ -51,20 +51,30 @@ Result<LinkShaper> open_link_model(const LabPaths& paths) {
   return open_maps(paths);
 }
 
+namespace {
+
+// `open` when the caller keeps the maps open, else the lab's maps opened into `holder`.
+Result<LinkShaper*> maps_or(const LabPaths& paths, LinkShaper* open,
+                            std::optional<LinkShaper>& holder) {
+  if (open) return open;
+  auto maps = open_maps(paths);
+  if (!maps) return maps.error();
+  holder.emplace(std::move(*maps));
+  return &*holder;
+}
+
+}  // namespace
+
 Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model,
-                                       const LinkShaper* open) {
+                                       LinkShaper* open) {
   LinkModelState st;
   auto mode = read_mode(paths);
   if (!mode) return mode.error();
   st.mode = *mode;
-  std::optional<LinkShaper> opened;
-  if (!open) {
-    auto maps = open_maps(paths);
-    if (!maps) return maps.error();
-    opened.emplace(std::move(*maps));
-    open = &*opened;
-  }
-  const LinkShaper* shaper = open;
+  std::optional<LinkShaper> holder;
+  auto maps = maps_or(paths, open, holder);
+  if (!maps) return maps.error();
+  const LinkShaper* shaper = *maps;
   const Topology& t = model.topo;
   for (size_t l = 0; l < t.links.size(); ++l)
     for (bool back : {false, true}) {
@@ -84,7 +94,7 @@ Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& mo
 
 Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabModel& model,
                                              const std::string& link, const LinkShape& change,
-                                             const ChangeOptions& options) {
+                                             const ChangeOptions& options, LinkShaper* open) {
   const Topology& t = model.topo;
   auto dirs = find_directions(t, link);
   if (!dirs) return dirs.error().context("lab " + paths.lab);
@@ -97,8 +107,10 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
                           "): delay and jitter would not be added; --accept-degraded sets the "
                           "rest anyway",
                       EOPNOTSUPP);
-  auto shaper = open_maps(paths);
-  if (!shaper) return shaper.error();
+  std::optional<LinkShaper> holder;
+  auto maps = maps_or(paths, open, holder);
+  if (!maps) return maps.error();
+  LinkShaper* shaper = *maps;
 
   std::vector<LinkChange> out;
   for (const Direction& d : *dirs) {

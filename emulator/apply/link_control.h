@@ -33,8 +33,9 @@ uint64_t queue_delay_quantile(const LinkCounters& c, double q);
 // Reads the mode file and the pinned maps of a lab that is up; through `open` when given (a
 // sampler reading many times keeps one), else through maps opened for this call.
 Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model,
-                                       const LinkShaper* open = nullptr);
-// The lab's pinned maps, for repeated reads.
+                                       LinkShaper* open = nullptr);
+// The lab's pinned maps, for repeated reads and changes (opening them loads and verifies the
+// program: ~15 ms here).
 Result<LinkShaper> open_link_model(const LabPaths& paths);
 
 struct LinkChange {
@@ -49,9 +50,11 @@ struct ChangeOptions {
 
 // Merges `change` into the live shape of every direction `link` names ("a:b" both, "a>b" one)
 // and writes it to the maps: the next packet sees it; queues, loss sequences and counters carry
-// on. A port without the model gets it first. Zero values turn a setting off.
+// on. A port without the model gets it first. Zero values turn a setting off. Through `open`
+// when given (the fault player changes links many times), else maps opened for this call.
 Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabModel& model,
                                              const std::string& link, const LinkShape& change,
-                                             const ChangeOptions& options = {});
+                                             const ChangeOptions& options = {},
+                                             LinkShaper* open = nullptr);
 
 }  // namespace fabemu

@@ -156,16 +156,21 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
   }
   LinkShape change = s.shape;
   if (s.kind != K::Shape) change.down = s.kind == K::Down;
-  auto changed = change_links(paths_, model_, s.target, change, {true});
+  if (!maps_) {
+    auto maps = open_link_model(paths_);
+    if (!maps) return maps.error();
+    maps_.emplace(std::move(*maps));
+  }
+  auto changed = change_links(paths_, model_, s.target, change, {true}, &*maps_);
   if (!changed) return changed.error();
   if (s.kind == K::Shape || !s.reroute) return std::string("link model updated");
-  auto links = find_links(model_.topo, s.target.substr(0, s.target.find(':')),
-                          s.target.substr(s.target.find(':') + 1));
-  for (int l : links) {
+  auto dirs = find_directions(model_.topo, s.target);
+  if (!dirs) return dirs.error();
+  for (const Direction& d : *dirs) {
     if (s.kind == K::Down)
-      failed_.insert(l);
+      failed_.insert(d.link);
     else
-      failed_.erase(l);
+      failed_.erase(d.link);
   }
   if (ovs_switches(model_))
     return std::string("link model updated; OVS switches keep their flows (no reroute)");

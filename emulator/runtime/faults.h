@@ -2,7 +2,6 @@
 // seeded), and a player that applies them to the running lab while the workload runs.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "shaping/link_shaper.h"
 #include "util/result.h"
 
 namespace fabemu {
@@ -68,6 +68,7 @@ class FaultPlayer {
   const LabModel& model_;
   const LabPaths& paths_;
   std::vector<AppliedFault> log_;
+  std::optional<LinkShaper> maps_;           // the link model's, opened at the first link step
   std::set<int> failed_;                     // links down with reroute
   std::vector<std::vector<Route>> current_;  // the routes installed now
   std::chrono::steady_clock::time_point t0_;
