@@ -115,16 +115,22 @@ bool ovs_switches(const LabModel& m) {
   return m.scenario.fabric.switch_kind == SwitchKind::Ovs;
 }
 
+namespace {
+
+// The name LabPaths knows the node's namespace by: its own, or the OVS namespace's.
+std::string namespace_owner(const LabModel& m, int node) {
+  if (ovs_switches(m) && m.topo.nodes[node].role == Role::Switch) return kOvsNamespaceNode;
+  return m.topo.nodes[node].name;
+}
+
+}  // namespace
+
 std::string node_ns(const LabModel& m, const LabPaths& paths, int node) {
-  if (ovs_switches(m) && m.topo.nodes[node].role == Role::Switch)
-    return paths.ns_name(kOvsNamespaceNode);
-  return paths.ns_name(m.topo.nodes[node].name);
+  return paths.ns_name(namespace_owner(m, node));
 }
 
 std::string node_netns_path(const LabModel& m, const LabPaths& paths, int node) {
-  if (ovs_switches(m) && m.topo.nodes[node].role == Role::Switch)
-    return paths.netns_path(kOvsNamespaceNode);
-  return paths.netns_path(m.topo.nodes[node].name);
+  return paths.netns_path(namespace_owner(m, node));
 }
 
 ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_a,
