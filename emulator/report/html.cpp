@@ -50,11 +50,21 @@ std::pair<std::string, std::string> link_charts(const LabModel& m, const RunRepo
   const size_t dirs = r.samples.empty() ? 0 : r.samples.back().dirs.size();
   std::vector<double> total(dirs, 0);
   std::vector<uint64_t> dropped(dirs, 0);
-  if (r.samples.size() >= 2)
-    for (size_t d = 0; d < dirs; ++d) {
-      total[d] = double(r.samples.back().dirs[d].bytes - r.samples.front().dirs[d].bytes);
-      dropped[d] = r.samples.back().dirs[d].drops - r.samples.front().dirs[d].drops;
+  for (size_t d = 0; d < dirs; ++d) {
+    const DirectionSample g = run_growth(r, d);
+    total[d] = double(g.bytes);
+    dropped[d] = g.drops;
+  }
+  // Direction d's `per_second` (of the growth between consecutive samples) over time.
+  auto series = [&](size_t d, double (*per_second)(const DirectionSample&, double)) {
+    ChartSpec::Series s{direction_name(t, static_cast<int>(d / 2), d % 2 == 1), {}};
+    for (size_t i = 1; i < r.samples.size(); ++i) {
+      const double dt = std::max(1e-6, r.samples[i].t_s - r.samples[i - 1].t_s);
+      s.points.push_back(
+          {r.samples[i].t_s, per_second(growth(r.samples[i - 1], r.samples[i], d), dt)});
     }
+    return s;
+  };
   std::vector<size_t> order(dirs);
   for (size_t i = 0; i < dirs; ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return total[a] > total[b]; });
@@ -71,26 +81,14 @@ std::pair<std::string, std::string> link_charts(const LabModel& m, const RunRepo
   for (size_t k = 0; k < std::min<size_t>(6, order.size()); ++k) {
     const size_t d = order[k];
     if (total[d] <= 0) break;
-    ChartSpec::Series s{direction_name(t, static_cast<int>(d / 2), d % 2 == 1), {}};
-    for (size_t i = 1; i < r.samples.size(); ++i) {
-      const auto& a = r.samples[i - 1];
-      const auto& b = r.samples[i];
-      const double dt = std::max(1e-6, b.t_s - a.t_s);
-      s.points.push_back({b.t_s, double(b.dirs[d].bytes - a.dirs[d].bytes) * 8 / dt / 1e6});
-    }
-    rate.series.push_back(std::move(s));
+    rate.series.push_back(series(d, [](const DirectionSample& g, double dt) {
+      return double(g.bytes) * 8 / dt / 1e6;  // Mbit/s
+    }));
   }
-  for (size_t d = 0; d < dirs && drops.series.size() < 8; ++d) {
-    if (dropped[d] == 0) continue;
-    ChartSpec::Series s{direction_name(t, static_cast<int>(d / 2), d % 2 == 1), {}};
-    for (size_t i = 1; i < r.samples.size(); ++i) {
-      const auto& a = r.samples[i - 1];
-      const auto& b = r.samples[i];
-      const double dt = std::max(1e-6, b.t_s - a.t_s);
-      s.points.push_back({b.t_s, double(b.dirs[d].drops - a.dirs[d].drops) / dt});
-    }
-    drops.series.push_back(std::move(s));
-  }
+  for (size_t d = 0; d < dirs && drops.series.size() < 8; ++d)
+    if (dropped[d])
+      drops.series.push_back(
+          series(d, [](const DirectionSample& g, double dt) { return double(g.drops) / dt; }));
   if (drops.series.empty() && r.samples.size() >= 2)  // an empty chart would look broken
     drops.series.push_back(
         {"no link dropped a frame", {{r.samples.front().t_s, 0}, {r.samples.back().t_s, 0}}});

@@ -36,13 +36,32 @@ std::vector<SizeResult> read_benchmark_results(const std::string& text) {
   return out;
 }
 
+DirectionSample growth(const TelemetrySample& from, const TelemetrySample& to, size_t d) {
+  DirectionSample g = to.dirs.at(d);
+  if (d >= from.dirs.size()) return g;
+  const DirectionSample& a = from.dirs[d];
+  auto since = [](uint64_t now, uint64_t then) { return now >= then ? now - then : 0; };
+  g.bytes = since(g.bytes, a.bytes);
+  g.packets = since(g.packets, a.packets);
+  g.drops = since(g.drops, a.drops);
+  g.ce_marks = since(g.ce_marks, a.ce_marks);
+  return g;
+}
+
+DirectionSample run_growth(const RunReport& r, size_t d) {
+  if (r.samples.size() < 2) return {};
+  return growth(r.samples.front(), r.samples.back(), d);
+}
+
+double run_seconds(const RunReport& r) {
+  return r.samples.size() < 2 ? 0 : r.samples.back().t_s - r.samples.front().t_s;
+}
+
 uint64_t run_drops(const RunReport& r) {
   if (r.samples.size() < 2) return 0;
   uint64_t total = 0;
-  const auto& first = r.samples.front().dirs;
-  const auto& last = r.samples.back().dirs;
-  for (size_t i = 0; i < last.size() && i < first.size(); ++i)
-    if (last[i].shaped && last[i].drops >= first[i].drops) total += last[i].drops - first[i].drops;
+  for (size_t d = 0; d < r.samples.back().dirs.size(); ++d)
+    if (const DirectionSample g = run_growth(r, d); g.shaped) total += g.drops;
   return total;
 }
 

@@ -51,6 +51,14 @@ std::vector<SizeResult> read_benchmark_results(const std::string& json_lines);
 // Checks the scenario's `expect:` against the report; the results in scenario order.
 std::vector<ExpectResult> check_expectations(const Expectations& e, const RunReport& r);
 
+// How direction `d`'s counters grew from one sample to a later one (0 for a counter that went
+// back, as when the model is attached to a port mid-run); `shaped` and the queue delay are the
+// later sample's.
+DirectionSample growth(const TelemetrySample& from, const TelemetrySample& to, size_t d);
+// The same from the first sample to the last (zeros without two), and the time between them.
+DirectionSample run_growth(const RunReport& r, size_t d);
+double run_seconds(const RunReport& r);
+
 // Frames the link model dropped during the run, all directions (last sample minus first).
 uint64_t run_drops(const RunReport& r);
 

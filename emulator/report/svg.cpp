@@ -89,15 +89,14 @@ std::string topology_svg(const LabModel& m, const RunReport* r) {
   std::vector<uint64_t> drops(t.links.size(), 0), packets(t.links.size(), 0);
   double max_bytes = 0;
   if (r && r->samples.size() >= 2) {
-    const auto& a = r->samples.front();
-    const auto& b = r->samples.back();
-    const double secs = std::max(1e-3, b.t_s - a.t_s);
-    for (size_t d = 0; d < b.dirs.size() && d < a.dirs.size(); ++d) {
+    const double secs = std::max(1e-3, run_seconds(*r));
+    for (size_t d = 0; d < r->samples.back().dirs.size(); ++d) {
       const size_t link = d / 2;
-      const double got = double(b.dirs[d].bytes - std::min(b.dirs[d].bytes, a.dirs[d].bytes));
+      const DirectionSample g = run_growth(*r, d);
+      const double got = double(g.bytes);
       bytes[link] = std::max(bytes[link], got);
-      drops[link] += b.dirs[d].drops - std::min(b.dirs[d].drops, a.dirs[d].drops);
-      packets[link] += b.dirs[d].packets - std::min(b.dirs[d].packets, a.dirs[d].packets);
+      drops[link] += g.drops;
+      packets[link] += g.packets;
       const LinkShape& shape = d % 2 ? t.links[link].b_to_a : t.links[link].a_to_b;
       if (shape.rate_bps && *shape.rate_bps)
         load[link] = std::max(load[link], got * 8 / secs / double(*shape.rate_bps));

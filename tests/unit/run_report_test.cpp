@@ -138,7 +138,9 @@ TEST(Reroute, RoutesAroundAFailedLinkUseOnlyTheOthers) {
   EXPECT_FALSE(plan_routes(t, m->addresses, {failed.front(), both.front()}).ok());
 }
 
-RunReport report_with(double busbw_gbps, uint64_t drops, bool ok) {
+// A report of one collective step and two samples of `directions` link directions, the first of
+// which dropped `drops` frames.
+RunReport report_with(double busbw_gbps, uint64_t drops, bool ok, size_t directions = 2) {
   RunReport r;
   r.reachable = r.pairs = 12;
   StepReport s;
@@ -148,8 +150,8 @@ RunReport report_with(double busbw_gbps, uint64_t drops, bool ok) {
   s.results = {{65536, 10, busbw_gbps / 10, -1, 0, {}}, {1 << 20, 100, busbw_gbps, 0.003, 0, {}}};
   r.steps.push_back(s);
   TelemetrySample a, b;
-  a.dirs.resize(2);
-  b.dirs.resize(2);
+  a.dirs.resize(directions);
+  b.dirs.resize(directions);
   a.dirs[0].shaped = b.dirs[0].shaped = true;
   b.dirs[0].drops = drops;
   b.dirs[0].bytes = 1000;
@@ -174,9 +176,7 @@ TEST(Expectations, EachIsCheckedAgainstTheRun) {
 TEST(Report, HtmlHasTheTopologyThePlotsAndTheFaultsAndJsonLinesEveryRecord) {
   auto m = build_model(load(kFaulty), 0);
   ASSERT_TRUE(m.ok());
-  RunReport r = report_with(0.003, 10, true);
-  r.samples.front().dirs.resize(2 * m->topo.links.size());
-  r.samples.back().dirs.resize(2 * m->topo.links.size());
+  RunReport r = report_with(0.003, 10, true, 2 * m->topo.links.size());
   AppliedFault f;
   f.step.what = "leaf1:spine1 down (flap 1/3)";
   f.done = true;
@@ -203,9 +203,7 @@ TEST(Report, HtmlHasTheTopologyThePlotsAndTheFaultsAndJsonLinesEveryRecord) {
 TEST(Report, ADropPlotWithoutDropsSaysSo) {
   auto m = build_model(load(kFaulty), 0);
   ASSERT_TRUE(m.ok());
-  RunReport r = report_with(0.003, 0, true);
-  r.samples.front().dirs.resize(2 * m->topo.links.size());
-  r.samples.back().dirs.resize(2 * m->topo.links.size());
+  RunReport r = report_with(0.003, 0, true, 2 * m->topo.links.size());
   const std::string html = report_html(*m, r);
   const auto plot = html.find("<svg id=\"drop-plot\"");
   ASSERT_NE(plot, std::string::npos);
