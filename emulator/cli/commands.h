@@ -1,6 +1,7 @@
 // The CLI's commands: each returns the process exit code and is the only place that prints.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,7 @@ int cmd_predict(const std::string& lab, const std::string& transport, const LabP
 int cmd_rsh(const std::vector<std::string>& args);
 
 // Shared helpers.
+double seconds_since(std::chrono::steady_clock::time_point t);
 // `up`'s work, shared with `run`: checks, the lab built, what `up` prints; the exit code.
 int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
              LabPaths& paths);

@@ -24,10 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 Progress terminal_progress(bool quiet) {
   if (quiet || !::isatty(STDERR_FILENO)) return nullptr;
   return [](std::string_view phase, size_t done, size_t total) {
@@ -228,6 +224,10 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
 }
 
 }  // namespace
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
              LabPaths& paths) {

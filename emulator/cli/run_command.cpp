@@ -8,7 +8,6 @@
 #include <ctime>
 #include <filesystem>
 
-#include "apply/kernel_backend.h"
 #include "cli/commands.h"
 #include "report/report.h"
 #include "runtime/faults.h"
@@ -22,10 +21,6 @@ namespace fabemu::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // Where the workload's programs are: fabemu-collective beside this binary (installed) or in
 // the build tree's collective/ directory.
@@ -102,30 +97,29 @@ void print_faults(const RunReport& r) {
 // The directions that dropped most, and the busiest, over the workload.
 void print_links(const LabModel& m, const RunReport& r) {
   if (r.samples.size() < 2) return;
-  const auto& a = r.samples.front().dirs;
-  const auto& b = r.samples.back().dirs;
-  const double secs = std::max(1e-3, r.samples.back().t_s - r.samples.front().t_s);
-  std::vector<size_t> order(b.size());
-  for (size_t i = 0; i < b.size(); ++i) order[i] = i;
-  auto drops = [&](size_t d) { return b[d].drops - std::min(b[d].drops, a[d].drops); };
-  auto bytes = [&](size_t d) { return b[d].bytes - std::min(b[d].bytes, a[d].bytes); };
+  const double secs = std::max(1e-3, run_seconds(r));
+  std::vector<DirectionSample> g(r.samples.back().dirs.size());
+  std::vector<size_t> order(g.size());
+  for (size_t d = 0; d < g.size(); ++d) {
+    g[d] = run_growth(r, d);
+    order[d] = d;
+  }
   std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    return drops(x) != drops(y) ? drops(x) > drops(y) : bytes(x) > bytes(y);
+    return g[x].drops != g[y].drops ? g[x].drops > g[y].drops : g[x].bytes > g[y].bytes;
   });
   std::printf("links over the workload (%.1f s), busiest and dropping first:\n", secs);
   std::printf("  %-22s %12s %12s %10s %8s %10s\n", "DIRECTION", "MBYTES", "MBIT/S", "DROPS", "CE",
               "QDELAY99");
   for (size_t k = 0; k < std::min<size_t>(6, order.size()); ++k) {
     const size_t d = order[k];
-    const std::string qd = b[d].shaped && b[d].queue_delay_p99_ns
-                               ? "<" + format_time_short(b[d].queue_delay_p99_ns)
+    const std::string qd = g[d].shaped && g[d].queue_delay_p99_ns
+                               ? "<" + format_time_short(g[d].queue_delay_p99_ns)
                                : "-";
-    std::printf(
-        "  %-22s %12.2f %12.2f %10llu %8llu %10s\n",
-        direction_name(m.topo, static_cast<int>(d / 2), d % 2 == 1).c_str(), double(bytes(d)) / 1e6,
-        double(bytes(d)) * 8 / secs / 1e6, static_cast<unsigned long long>(drops(d)),
-        static_cast<unsigned long long>(b[d].ce_marks - std::min(b[d].ce_marks, a[d].ce_marks)),
-        qd.c_str());
+    std::printf("  %-22s %12.2f %12.2f %10llu %8llu %10s\n",
+                direction_name(m.topo, static_cast<int>(d / 2), d % 2 == 1).c_str(),
+                double(g[d].bytes) / 1e6, double(g[d].bytes) * 8 / secs / 1e6,
+                static_cast<unsigned long long>(g[d].drops),
+                static_cast<unsigned long long>(g[d].ce_marks), qd.c_str());
   }
 }
 
@@ -205,18 +199,8 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
                 paths.lab.c_str());
     return code;
   }
-  auto backend = KernelBackend::create(paths.netns_dir);
-  if (!backend) {
-    print_error(backend.error().what());
-    return kExitFailed;
-  }
-  auto down_start = Clock::now();
-  if (auto r = lab_down(paths, **backend); !r) {
-    print_error(r.error().what());
-    return kExitFailed;
-  }
-  std::printf("lab %s down in %.2f s\n", paths.lab.c_str(), seconds_since(down_start));
-  return code;
+  const int down = cmd_down({paths.lab}, false, base);
+  return down != kExitOk ? down : code;
 }
 
 }  // namespace fabemu::cli
