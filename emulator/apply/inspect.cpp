@@ -8,8 +8,8 @@
 
 #include <memory>
 
-#include "apply/netns.h"
 #include "apply/rtnl.h"
+#include "util/netns.h"
 
 namespace fabemu {
 

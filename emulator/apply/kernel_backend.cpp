@@ -10,7 +10,6 @@
 #include <chrono>
 #include <filesystem>
 
-#include "apply/netns.h"
 #include "apply/port_shaping.h"
 #include "apply/processes.h"
 #include "apply/rdma.h"
@@ -19,6 +18,7 @@
 #include "shaping/bpffs.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
+#include "util/netns.h"
 
 namespace fabemu {
 

@@ -7,10 +7,10 @@
 #include <chrono>
 #include <optional>
 
-#include "apply/netns.h"
 #include "apply/port_shaping.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
+#include "util/netns.h"
 
 namespace fabemu {
 

@@ -5,9 +5,9 @@
 
 #include <chrono>
 
-#include "apply/netns.h"
 #include "apply/veth.h"
 #include "shaping/port_setup.h"
+#include "util/netns.h"
 
 namespace fabemu {
 

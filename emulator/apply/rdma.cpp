@@ -16,9 +16,9 @@
 #include <cstdlib>
 #include <functional>
 
-#include "apply/netns.h"
 #include "util/files.h"
 #include "util/netlink.h"
+#include "util/netns.h"
 
 namespace fabemu {
 namespace {

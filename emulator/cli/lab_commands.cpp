@@ -11,13 +11,13 @@
 #include "apply/journal.h"
 #include "apply/kernel_backend.h"
 #include "apply/lab.h"
-#include "apply/netns.h"
 #include "apply/ovs.h"
 #include "cli/commands.h"
 #include "doctor/rxe_support.h"
 #include "scenario/loader.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
+#include "util/netns.h"
 
 namespace fabemu::cli {
 namespace {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "util/prng.h"
+
 namespace fabemu::collective {
 namespace {
 
@@ -11,10 +13,7 @@ constexpr uint64_t kExact = uint64_t{1} << 24;  // floats hold every integer bel
 // splitmix64 of (element, iteration): neighbouring elements and iterations look unrelated, so
 // a shifted or stale block does not pass by accident.
 uint64_t mix(uint64_t element, uint32_t iteration) {
-  uint64_t z = element + (uint64_t{iteration} + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix64(element + uint64_t{iteration} * 0x9E3779B97F4A7C15ull);
 }
 
 // Collectives that move values without adding them carry any integer below 2^24.

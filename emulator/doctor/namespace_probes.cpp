@@ -16,13 +16,13 @@
 #include <optional>
 #include <string>
 
-#include "apply/netns.h"
 #include "apply/ovs.h"
 #include "apply/rdma.h"
 #include "doctor/bpf_attach.h"
 #include "doctor/rtnl.h"
 #include "util/files.h"
 #include "util/netlink.h"
+#include "util/netns.h"
 
 namespace fabemu::doctor {
 

@@ -18,11 +18,11 @@
 #include <thread>
 #include <vector>
 
-#include "apply/netns.h"
 #include "apply/rdma.h"
 #include "apply/rtnl.h"
 #include "apply/veth.h"
 #include "util/files.h"
+#include "util/netns.h"
 #include "util/proc_net.h"
 
 namespace fabemu::doctor {

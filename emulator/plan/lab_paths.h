@@ -3,12 +3,18 @@
 
 #include <string>
 
-#include "shaping/bpffs.h"
-
 namespace fabemu {
+
+// Where the link model's maps are pinned: <root>/fabemu/<lab> (see lab_pin_dir).
+inline constexpr char kBpffsRoot[] = "/sys/fs/bpf";
 
 // Every object fabemu makes carries this prefix, so `down --all` and users can tell ours.
 inline constexpr const char* kPrefix = "fabemu";
+
+// <root>/fabemu/<lab>: the maps of one lab, shared by every fabemu process working on it.
+inline std::string lab_pin_dir(const std::string& lab, const std::string& bpffs_root = kBpffsRoot) {
+  return bpffs_root + "/" + kPrefix + "/" + lab;
+}
 
 struct LabPaths {
   std::string lab;

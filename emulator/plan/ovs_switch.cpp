@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <map>
 
-#include "shaping/link_cfg.h"
+#include "util/prng.h"
 
 namespace fabemu {
 

@@ -4,24 +4,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "util/prng.h"
 #include "util/units.h"
 
 namespace fabemu {
-
-Result<LabModel> build_model(const Scenario& scenario, int pool) {
-  LabModel m;
-  m.scenario = scenario;
-  auto topo = build_topology(scenario);
-  if (!topo) return topo.error();
-  m.topo = std::move(*topo);
-  auto addrs = plan_addresses(m.topo, lab_pool(pool));
-  if (!addrs) return addrs.error();
-  m.addresses = std::move(*addrs);
-  auto routes = plan_routes(m.topo, m.addresses);
-  if (!routes) return routes.error();
-  m.routes = std::move(*routes);
-  return m;
-}
 
 namespace {
 
@@ -91,28 +77,8 @@ std::string cpu_mask(int cpus) {
   return out;
 }
 
-std::string direction_name(const Topology& t, int link, bool b_to_a) {
-  const Link& l = t.links[link];
-  const std::string& a = t.nodes[l.a.node].name;
-  const std::string& b = t.nodes[l.b.node].name;
-  return b_to_a ? b + ">" + a : a + ">" + b;
-}
-
-bool host_has_cgroup(const LabModel& m, int host) {
-  const Node& n = m.topo.nodes[host];
-  if (n.role != Role::Host) return false;
-  if (!n.limits.empty()) return true;
-  for (const FaultEvent& f : m.scenario.faults)
-    if (f.host == n.name) return true;
-  return false;
-}
-
 std::string host_cgroup(const LabPaths& paths, const std::string& host) {
   return std::string(kPrefix) + "/" + paths.lab + "/" + host;
-}
-
-bool ovs_switches(const LabModel& m) {
-  return m.scenario.fabric.switch_kind == SwitchKind::Ovs;
 }
 
 namespace {
@@ -211,11 +177,6 @@ Result<OvsChoice> parse_ovs_choice(const std::string& text, const std::string& p
   if (r.word != "kernel" && r.word != "userspace")
     return make_error(path + ": not an OVS datapath: " + text, EINVAL);
   return OvsChoice{r.word == "kernel", r.reason};
-}
-
-std::string host_nic(const Topology& t, int host) {
-  const auto links = t.links_of(host);
-  return links.empty() ? "" : t.links[links.front()].end(host).ifname;
 }
 
 std::vector<std::string> needs_fq(const LabModel& m) {

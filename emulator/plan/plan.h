@@ -7,13 +7,10 @@
 #include <variant>
 #include <vector>
 
-#include "model/addressing.h"
-#include "model/routing.h"
-#include "model/topology.h"
+#include "model/lab_model.h"
 #include "plan/lab_paths.h"
 #include "plan/ovs_switch.h"
-#include "scenario/scenario.h"
-#include "shaping/link_cfg.h"
+#include "plan/port_params.h"
 
 namespace fabemu {
 
@@ -177,27 +174,11 @@ struct Plan {
   int ovs_bridges = 0;
 };
 
-// Whether the hosts get soft-RoCE (rxe) devices: the scenario's rdma.enabled against what the
-// kernel can do (probed by the caller). Kept in the lab's run dir (LabPaths::rdma_file) as
-// "rxe" or "off <why>".
-struct RdmaChoice {
-  bool rxe = false;
-  std::string why_not;  // "rdma.enabled: off", "auto: this kernel has no rdma_rxe (...)"
-};
+// RdmaChoice and OvsChoice (model/lab_model.h) as the run dir keeps them
+// (LabPaths::rdma_file, LabPaths::ovs_file).
 std::string format_rdma_choice(const RdmaChoice& choice);
 Result<RdmaChoice> parse_rdma_choice(const std::string& text, const std::string& path);
 
-// The NIC a host reaches the fabric through (its first link): where its rxe device sits and
-// what *_SOCKET_IFNAME name.
-std::string host_nic(const Topology& t, int host);
-
-// Which datapath OVS switches use: the kernel's where the scenario allows it and the module is
-// there, else userspace. Kept in the lab's run dir (LabPaths::ovs_file) as "kernel" or
-// "userspace <why>".
-struct OvsChoice {
-  bool kernel = false;
-  std::string why_userspace;  // "fabric.ovs_datapath: userspace", "no openvswitch module (...)"
-};
 std::string format_ovs_choice(const OvsChoice& choice);
 Result<OvsChoice> parse_ovs_choice(const std::string& text, const std::string& path);
 
@@ -229,33 +210,14 @@ inline constexpr uint32_t kFirstPortIfindex = 1000;
 inline uint32_t port_ifindex(int link, bool b_side) {
   return kFirstPortIfindex + 2 * static_cast<uint32_t>(link) + (b_side ? 1 : 0);
 }
-// "a>b": the name of one direction of a link, used for seeds and in reports.
-std::string direction_name(const Topology& t, int link, bool b_to_a);
 
-struct LabModel {
-  Scenario scenario;
-  Topology topo;
-  AddressPlan addresses;
-  std::vector<std::vector<Route>> routes;
-  // Not part of the pure model: what `up` decided, read back from the run dir by lab_model()
-  // (build_model leaves it off), so that `exec` and workloads see the hosts' rxe devices.
-  RdmaChoice rdma;
-  OvsChoice ovs;  // the same for the OVS datapath
-};
-
-// Whether the lab's switches are OVS bridges (all in one namespace) rather than routers.
-bool ovs_switches(const LabModel& m);
 // The namespace that holds a node's ports: its own, or for an OVS switch the lab's OVS
 // namespace; its name and its pin's path for `ip netns`.
 std::string node_ns(const LabModel& m, const LabPaths& paths, int node);
 std::string node_netns_path(const LabModel& m, const LabPaths& paths, int node);
 
-// Whether a host gets a cgroup (`fabemu/LAB/HOST`): it has limits, or a fault slows it.
-bool host_has_cgroup(const LabModel& m, int host);
+// A limited host's cgroup, relative to each controller's mount point: `fabemu/LAB/HOST`.
 std::string host_cgroup(const LabPaths& paths, const std::string& host);
-
-// Scenario -> topology -> addresses -> routes, all pure.
-Result<LabModel> build_model(const Scenario& scenario, int pool);
 
 // Every port is shaped when any link direction has a shape; otherwise none is (and `fabemu link
 // set` attaches the model when it is first needed).

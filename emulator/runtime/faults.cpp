@@ -8,9 +8,9 @@
 
 #include "apply/cgroup.h"
 #include "apply/link_control.h"
-#include "apply/netns.h"
 #include "apply/rtnl.h"
-#include "shaping/link_cfg.h"
+#include "util/netns.h"
+#include "util/prng.h"
 
 namespace fabemu {
 namespace {

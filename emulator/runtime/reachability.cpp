@@ -16,7 +16,7 @@
 #include <mutex>
 #include <thread>
 
-#include "apply/netns.h"
+#include "util/netns.h"
 
 namespace fabemu {
 namespace {

@@ -15,8 +15,8 @@
 #include <map>
 
 #include "apply/cgroup.h"
-#include "apply/netns.h"
 #include "util/files.h"
+#include "util/netns.h"
 
 namespace fabemu {
 namespace {

@@ -16,9 +16,9 @@
 #include <optional>
 #include <utility>
 
-#include "apply/netns.h"
 #include "ebpf/link_shaper.h"
 #include "util/bpf_sys.h"
+#include "util/netns.h"
 
 namespace fabemu {
 

@@ -20,10 +20,6 @@ bool on_bpffs(const std::string& path) {
 
 }  // namespace
 
-std::string lab_pin_dir(const std::string& lab, const std::string& bpffs_root) {
-  return bpffs_root + "/fabemu/" + lab;
-}
-
 Result<void> ensure_bpffs(const std::string& root) {
   if (on_bpffs(root)) return ok();
   std::error_code ec;

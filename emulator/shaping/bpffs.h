@@ -3,14 +3,10 @@
 
 #include <string>
 
+#include "plan/lab_paths.h"
 #include "util/result.h"
 
 namespace fabemu {
-
-inline constexpr char kBpffsRoot[] = "/sys/fs/bpf";
-
-// <root>/fabemu/<lab>: the maps of one lab, shared by every fabemu process working on it.
-std::string lab_pin_dir(const std::string& lab, const std::string& bpffs_root = kBpffsRoot);
 
 // Mounts a bpf filesystem at `root` unless one is there already (systemd usually mounts
 // /sys/fs/bpf; minimal systems and containers may not).

@@ -14,13 +14,6 @@ constexpr uint64_t kMaxRateBps = 1ULL << 60;
 
 }  // namespace
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 uint32_t probability_u32(double p) {
   if (!(p > 0)) return 0;  // also NaN
   if (p >= 1) return FABEMU_PROB_ALWAYS;
@@ -81,62 +74,6 @@ LinkShape to_shape(const fabemu_link_cfg& cfg) {
   if (cfg.flags & FABEMU_LINK_DOWN) s.down = true;
   if (cfg.flags & FABEMU_LINK_NO_REORDER) s.reorder = false;
   return s;
-}
-
-namespace {
-
-// The longest the emulated queue holds a packet: its time limit, or its byte limit at the
-// link's rate, whichever is longer; kDefaultQueueNs for a rate-limited link with neither.
-uint64_t emulated_queue_ns(const LinkShape& shape) {
-  uint64_t queue_ns = shape.queue_ns.value_or(0);
-  if (shape.rate_bps && *shape.rate_bps && shape.queue_bytes)
-    queue_ns = std::max<uint64_t>(queue_ns, static_cast<uint64_t>(double(*shape.queue_bytes) * 8e9 /
-                                                                  double(*shape.rate_bps)));
-  if (shape.rate_bps && !shape.queue_ns && !shape.queue_bytes) queue_ns = kDefaultQueueNs;
-  return queue_ns;
-}
-
-}  // namespace
-
-FqParams fq_params_for(const LinkShape& shape) {
-  // The longest a packet waits in fq: the emulated queue, then propagation and jitter.
-  const uint64_t queue_ns = emulated_queue_ns(shape);
-  const uint64_t hold_ns = queue_ns + shape.delay_ns.value_or(0) + 2 * shape.jitter_ns.value_or(0);
-  // Packets in that time at the link's rate (100 Gbit/s when unlimited: more than a veth carries),
-  // counted at 256 bytes: ACK-heavy mixes are smaller than MTU frames.
-  constexpr double kUnlimitedBps = 100e9, kPacketBits = 256 * 8;
-  const double bps = shape.rate_bps && *shape.rate_bps ? double(*shape.rate_bps) : kUnlimitedBps;
-  const double packets = double(hold_ns) * 1e-9 * bps / kPacketBits;
-  constexpr double kMinPackets = 100'000, kMaxPackets = 1 << 24;
-  FqParams p;
-  p.limit = static_cast<uint32_t>(std::clamp(packets * 2, kMinPackets, kMaxPackets));
-  p.flow_limit = p.limit;  // one elephant flow may fill the emulated queue on its own
-  constexpr uint64_t kMinHorizonNs = 10'000'000'000;  // fq's own default
-  p.horizon_ns = std::max(kMinHorizonNs, 2 * hold_ns);
-  return p;
-}
-
-std::optional<HtbParams> htb_params_for(const LinkShape& shape) {
-  if (!shape.rate_bps || !*shape.rate_bps) return std::nullopt;
-  const double bytes_per_s = double(*shape.rate_bps) / 8;
-  const uint64_t queue_ns = emulated_queue_ns(shape);
-  HtbParams p;
-  p.rate_bps = *shape.rate_bps;
-  // Two frames, or 100 us of the rate: small enough to keep the queue where the program models
-  // it, large enough that htb's timer does not cost rate.
-  constexpr uint64_t kFrame = 1514 + 24;
-  p.burst_bytes = std::max<uint64_t>(2 * kFrame, static_cast<uint64_t>(bytes_per_s * 100e-6));
-  // Twice the emulated queue, at least 1 MB: the program drops first.
-  const double queue_bytes =
-      std::max(double(queue_ns) * 1e-9 * bytes_per_s, double(shape.queue_bytes.value_or(0)));
-  p.limit_bytes = static_cast<uint32_t>(std::clamp(2 * queue_bytes, 1e6, 1e9));
-  return p;
-}
-
-uint64_t link_seed(uint64_t scenario_seed, std::string_view direction) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a: stable across builds, unlike std::hash
-  for (unsigned char c : direction) h = (h ^ c) * 0x100000001b3ULL;
-  return splitmix64(scenario_seed ^ splitmix64(h));
 }
 
 }  // namespace fabemu

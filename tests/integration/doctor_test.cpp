@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "apply/netns.h"
 #include "doctor/probe.h"
+#include "util/netns.h"
 
 namespace fabemu {
 namespace {

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "apply/inspect.h"
-#include "apply/netns.h"
 #include "apply/ovs.h"
 #include "doctor/probe.h"
 #include "lab_fixture.h"
+#include "util/netns.h"
 #include "util/unique_fd.h"
 
 namespace fabemu::itest {

@@ -32,7 +32,6 @@
 #include <utility>
 #include <vector>
 
-#include "apply/netns.h"
 #include "apply/rtnl.h"
 #include "apply/veth.h"
 #include "doctor/bpf_attach.h"
@@ -41,6 +40,7 @@
 #include "shaping/link_cfg.h"
 #include "shaping/link_shaper.h"
 #include "util/bpf_sys.h"
+#include "util/netns.h"
 
 namespace fabemu {
 namespace {

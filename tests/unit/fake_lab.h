@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "apply/fake_backend.h"
+#include "fake_backend.h"
 #include "plan/plan.h"
 #include "scenario/loader.h"
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "apply/fake_backend.h"
+#include "fake_backend.h"
 #include "fake_lab.h"
 #include "plan/plan.h"
 #include "scenario/loader.h"

@@ -8,13 +8,14 @@
 #include <map>
 #include <set>
 
-#include "apply/fake_backend.h"
 #include "apply/journal.h"
 #include "apply/lab.h"
+#include "fake_backend.h"
 #include "fake_lab.h"
 #include "runtime/host_env.h"
 #include "scenario/loader.h"
 #include "util/files.h"
+#include "util/prng.h"
 
 namespace fabemu {
 namespace {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "shaping/link_cfg.h"
+#include "util/prng.h"
 
 namespace fabemu {
 namespace {

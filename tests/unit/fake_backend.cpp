@@ -1,5 +1,5 @@
 // FakeBackend: refuses what the kernel would refuse, and can trace a packet through the FIBs.
-#include "apply/fake_backend.h"
+#include "fake_backend.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Named namespaces pinned by bind mounts.
-#include "apply/netns.h"
+#include "util/netns.h"
 
 #include <fcntl.h>
 #include <sched.h>

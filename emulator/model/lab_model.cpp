@@ -1,0 +1,46 @@
+// Building a lab's model from its scenario, and the facts every layer above asks of it.
+#include "model/lab_model.h"
+
+namespace fabemu {
+
+Result<LabModel> build_model(const Scenario& scenario, int pool) {
+  LabModel m;
+  m.scenario = scenario;
+  auto topo = build_topology(scenario);
+  if (!topo) return topo.error();
+  m.topo = std::move(*topo);
+  auto addrs = plan_addresses(m.topo, lab_pool(pool));
+  if (!addrs) return addrs.error();
+  m.addresses = std::move(*addrs);
+  auto routes = plan_routes(m.topo, m.addresses);
+  if (!routes) return routes.error();
+  m.routes = std::move(*routes);
+  return m;
+}
+
+bool ovs_switches(const LabModel& m) {
+  return m.scenario.fabric.switch_kind == SwitchKind::Ovs;
+}
+
+bool host_has_cgroup(const LabModel& m, int host) {
+  const Node& n = m.topo.nodes[host];
+  if (n.role != Role::Host) return false;
+  if (!n.limits.empty()) return true;
+  for (const FaultEvent& f : m.scenario.faults)
+    if (f.host == n.name) return true;
+  return false;
+}
+
+std::string host_nic(const Topology& t, int host) {
+  const auto links = t.links_of(host);
+  return links.empty() ? "" : t.links[links.front()].end(host).ifname;
+}
+
+std::string direction_name(const Topology& t, int link, bool b_to_a) {
+  const Link& l = t.links[link];
+  const std::string& a = t.nodes[l.a.node].name;
+  const std::string& b = t.nodes[l.b.node].name;
+  return b_to_a ? b + ">" + a : a + ">" + b;
+}
+
+}  // namespace fabemu

@@ -1,0 +1,57 @@
+// LabModel: everything a lab is, as pure data — the scenario, its topology, addresses and
+// routes, and the choices `up` made for this kernel (soft-RoCE, the OVS datapath).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/addressing.h"
+#include "model/routing.h"
+#include "model/topology.h"
+#include "scenario/scenario.h"
+#include "util/result.h"
+
+namespace fabemu {
+
+// Whether the hosts get soft-RoCE (rxe) devices: the scenario's rdma.enabled against what the
+// kernel can do (probed by the caller). Kept in the lab's run dir as "rxe" or "off <why>".
+struct RdmaChoice {
+  bool rxe = false;
+  std::string why_not;  // "rdma.enabled: off", "auto: this kernel has no rdma_rxe (...)"
+};
+
+// Which datapath OVS switches use: the kernel's where the scenario allows it and the module is
+// there, else userspace. Kept in the lab's run dir as "kernel" or "userspace <why>".
+struct OvsChoice {
+  bool kernel = false;
+  std::string why_userspace;  // "fabric.ovs_datapath: userspace", "no openvswitch module (...)"
+};
+
+struct LabModel {
+  Scenario scenario;
+  Topology topo;
+  AddressPlan addresses;
+  std::vector<std::vector<Route>> routes;
+  // Not part of the pure model: what `up` decided, read back from the run dir by lab_model()
+  // (build_model leaves it off), so that `exec` and workloads see the hosts' rxe devices.
+  RdmaChoice rdma;
+  OvsChoice ovs;  // the same for the OVS datapath
+};
+
+// Scenario -> topology -> addresses (out of pool `pool`) -> routes, all pure.
+Result<LabModel> build_model(const Scenario& scenario, int pool);
+
+// Whether the lab's switches are OVS bridges (all in one namespace) rather than routers.
+bool ovs_switches(const LabModel& m);
+
+// Whether a host gets a cgroup (`fabemu/LAB/HOST`): it has limits, or a fault slows it.
+bool host_has_cgroup(const LabModel& m, int host);
+
+// The NIC a host reaches the fabric through (its first link): where its rxe device sits and
+// what *_SOCKET_IFNAME name.
+std::string host_nic(const Topology& t, int host);
+
+// "a>b": the name of one direction of a link, used for seeds and in reports.
+std::string direction_name(const Topology& t, int link, bool b_to_a);
+
+}  // namespace fabemu
