@@ -14,7 +14,7 @@
 
 #include "util/files.h"
 #include "util/netlink.h"
-#include "util/subprocess.h"
+#include "util/process.h"
 
 namespace fabemu {
 namespace {
@@ -24,21 +24,15 @@ using namespace std::chrono_literals;
 // ovs-ofctl processes at once; they only talk to unix sockets, from any namespace.
 constexpr size_t kParallelBundles = 16;
 
-std::string find_program(const std::string& name) {
-  // sudo's PATH often lacks /usr/sbin, where Debian puts the daemons.
-  for (const char* dir :
-       {"/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/sbin", "/usr/local/bin"}) {
-    std::string path = std::string(dir) + "/" + name;
-    if (::access(path.c_str(), X_OK) == 0) return path;
-  }
-  return "";
-}
-
 }  // namespace
 
 Result<OvsTools> find_ovs_tools() {
-  OvsTools t{find_program("ovsdb-tool"), find_program("ovsdb-server"), find_program("ovs-vswitchd"),
-             find_program("ovs-vsctl"),  find_program("ovs-ofctl"),    ""};
+  auto path_of = [](const char* name) {
+    auto p = find_program(name);
+    return p ? *p : std::string();
+  };
+  OvsTools t{path_of("ovsdb-tool"), path_of("ovsdb-server"), path_of("ovs-vswitchd"),
+             path_of("ovs-vsctl"),  path_of("ovs-ofctl"),    ""};
   std::string missing;
   for (auto [name, path] : {std::pair{"ovsdb-tool", &t.ovsdb_tool},
                             {"ovsdb-server", &t.ovsdb_server},

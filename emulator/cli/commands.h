@@ -53,7 +53,7 @@ int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& bas
 int cmd_status(const std::string& lab, bool json, const LabPaths& base);
 int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector<std::string>& argv,
              const LabPaths& base);
-int cmd_doctor(bool json);
+int cmd_doctor(bool json, const std::string& run_root);
 struct RunArgs {
   bool keep = false;       // leave the lab up
   std::string report_dir;  // default: fabemu-reports/LAB-DATE-TIME

@@ -7,17 +7,14 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "apply/cgroup.h"
 #include "apply/journal.h"
 #include "apply/kernel_backend.h"
 #include "apply/lab.h"
-#include "apply/ovs.h"
 #include "cli/commands.h"
-#include "doctor/rxe_support.h"
+#include "doctor/capabilities.h"
+#include "doctor/system_probe.h"
 #include "scenario/loader.h"
-#include "shaping/port_setup.h"
 #include "util/files.h"
-#include "util/netns.h"
 
 namespace fabemu::cli {
 namespace {
@@ -34,21 +31,6 @@ Progress terminal_progress(bool quiet) {
     std::fprintf(stderr, "\r\033[K  %.*s %zu/%zu actions", static_cast<int>(phase.size()),
                  phase.data(), done, total);
   };
-}
-
-// What a scenario asks for that this version cannot do: refused before anything is touched.
-std::optional<std::string> unsupported(const Scenario& s, const LabModel& m) {
-  if (s.fabric.switch_kind == SwitchKind::Bridge)
-    return "fabric.switch: 'bridge' is not implemented in this version; valid: router, ovs";
-  if (s.fabric.switch_kind == SwitchKind::Ovs)
-    if (auto tools = find_ovs_tools(); !tools) return "fabric.switch: ovs: " + tools.error().what();
-  bool limits = false, slowed = false;
-  for (const auto& n : m.topo.nodes) limits |= !n.limits.empty();
-  for (const auto& f : s.faults) slowed |= !f.host.empty();
-  if ((limits || slowed) && !detect_cgroups().usable())
-    return std::string(limits ? "hosts: cpu/memory limits" : "faults: slow hosts") +
-           " need cgroups: " + detect_cgroups().describe();
-  return std::nullopt;
 }
 
 std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
@@ -96,69 +78,6 @@ struct Prepared {
   PlanOptions plan;
 };
 
-// rxe on the hosts or not, and why; the text of a refusal when the scenario says `on` and the
-// kernel cannot. Probing needs root: without it (a dry run) `on` is planned as asked and
-// `auto` follows an earlier verdict of this boot, if there is one.
-std::optional<std::string> choose_rdma(const Scenario& s, const LabPaths& paths, RdmaChoice& out) {
-  if (s.rdma == RdmaMode::Off) {
-    out = {false, "rdma.enabled: off"};
-    return std::nullopt;
-  }
-  const auto support = ::geteuid() == 0
-                           ? std::optional(doctor::rxe_support(paths.rxe_probe_cache()))
-                           : doctor::cached_rxe_support(paths.rxe_probe_cache());
-  if (!support) {
-    out = {s.rdma == RdmaMode::On, "not probed (needs root)"};
-    return std::nullopt;
-  }
-  if (support->usable) {
-    out = {true, ""};
-    return std::nullopt;
-  }
-  if (s.rdma == RdmaMode::On)
-    return "rdma.enabled: on, but soft-RoCE cannot work between this kernel's namespaces: " +
-           support->reason +
-           ". Use rdma: {enabled: auto} (or off), or a kernel >= 7.1 with rdma_rxe "
-           "(./scripts/vm-run runs one)";
-  out = {false, support->reason};
-  return std::nullopt;
-}
-
-// The OVS datapath: the kernel's unless the scenario says userspace or the module is missing;
-// the text of a refusal when the scenario says kernel and there is none.
-std::optional<std::string> choose_ovs_datapath(const Scenario& s, OvsChoice& out) {
-  if (s.fabric.switch_kind != SwitchKind::Ovs) return std::nullopt;
-  if (s.fabric.ovs_datapath == OvsDatapath::Userspace) {
-    out = {false, "fabric.ovs_datapath: userspace"};
-    return std::nullopt;
-  }
-  auto kernel = probe_ovs_kernel_datapath();
-  if (kernel) {
-    out = {true, ""};
-    return std::nullopt;
-  }
-  if (s.fabric.ovs_datapath == OvsDatapath::Kernel)
-    return "fabric.ovs_datapath: kernel, but " + kernel.error().what() +
-           ". Use ovs_datapath: auto (or userspace), or a kernel with the openvswitch module "
-           "(./scripts/vm-run runs one)";
-  out = {false, kernel.error().what()};
-  return std::nullopt;
-}
-
-// fq, else htb + policer, else the policer alone. Probing needs root (a throwaway namespace);
-// a dry run without root plans fq.
-PlanOptions probe_shaping_mode() {
-  PlanOptions o;
-  o.rps_mask = cpu_mask(static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_CONF))));
-  if (::geteuid() != 0) return o;
-  if (auto r = probe_fq(); !r) {
-    o.fq = false;
-    o.no_fq_reason = "sch_fq: " + r.error().what();
-    o.htb = static_cast<bool>(probe_htb());
-  }
-  return o;
-}
-
 // Loads and validates everything; returns an exit code on failure.
 std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
   auto sc = load_scenario_file(args.scenario);
@@ -182,44 +101,19 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
     print_error(model.error().what());
     return kExitBadInput;
   }
-  if (auto why = unsupported(p.scenario, *model)) {
-    print_error(p.scenario.file + ": " + *why);
-    return kExitBadInput;
-  }
   p.model = std::move(*model);
-  if (const std::string& cc = p.scenario.hosts.tcp_congestion; !cc.empty()) {
-    // Refused here rather than half-way through `up`: a namespace may only pick what the
-    // machine's administrator allowed (net.ipv4.tcp_allowed_congestion_control).
-    auto allowed = read_file("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
-    std::string list = allowed ? *allowed : "";
-    while (!list.empty() && list.back() == '\n') list.pop_back();
-    if (allowed && (" " + list + " ").find(" " + cc + " ") == std::string::npos) {
-      print_error(p.scenario.file + ": hosts.tcp_congestion: '" + cc +
-                  "' is not allowed in network namespaces on this machine (allowed: " + list +
-                  "; the administrator adds one with sysctl "
-                  "net.ipv4.tcp_allowed_congestion_control)");
-      return kExitBadInput;
-    }
+  // What this kernel can do, asked as the doctor asks it (verdicts kept for the boot).
+  SystemProbe probe(base.run_root, /*fresh=*/false);
+  Capabilities caps(probe);
+  ChoiceOptions choice;
+  choice.accept_degraded = args.accept_degraded;
+  choice.rps_mask = cpu_mask(static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_CONF))));
+  auto options = choose_plan_options(p.model, caps, choice);
+  if (!options) {
+    print_error(p.scenario.file + ": " + options.error().message);
+    return errno_of(options.error()) == EOPNOTSUPP ? kExitBadInput : kExitFailed;
   }
-  p.plan = probe_shaping_mode();
-  if (auto refusal = choose_rdma(p.scenario, p.paths, p.plan.rdma)) {
-    print_error(p.scenario.file + ": " + *refusal);
-    return kExitBadInput;
-  }
-  if (auto refusal = choose_ovs_datapath(p.scenario, p.plan.ovs)) {
-    print_error(p.scenario.file + ": " + *refusal);
-    return kExitBadInput;
-  }
-  if (auto need = needs_fq(p.model); !p.plan.fq && !need.empty() && !args.accept_degraded) {
-    std::string msg = p.scenario.file + ": links: " + need.front();
-    if (need.size() > 1) msg += " (and " + std::to_string(need.size() - 1) + " more directions)";
-    msg += " needs the fq qdisc to add delay and jitter, and this kernel has none (" +
-           p.plan.no_fq_reason +
-           "). Use a kernel with sch_fq (./scripts/vm-run runs one), or pass --accept-degraded to "
-           "build the lab with rate, loss, queue and ECN only";
-    print_error(msg);
-    return kExitBadInput;
-  }
+  p.plan = std::move(*options);
   return p;
 }
 

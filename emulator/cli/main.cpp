@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   // CLI11 keeps the "--" separator among the positionals.
   if (!exec_argv.empty() && exec_argv.front() == "--") exec_argv.erase(exec_argv.begin());
   if (exec_cmd->parsed()) return cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_argv, base);
-  if (doctor_cmd->parsed()) return cli::cmd_doctor(doctor_json);
+  if (doctor_cmd->parsed()) return cli::cmd_doctor(doctor_json, base.run_root);
   if (predict_cmd->parsed()) return cli::cmd_predict(predict_lab, predict_transport, base);
   if (!perf.extra.empty() && perf.extra.front() == "--") perf.extra.erase(perf.extra.begin());
   if (perf_cmd->parsed()) return cli::cmd_perf(perf, base);

@@ -334,9 +334,9 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector
   return code;
 }
 
-int cmd_doctor(bool json) {
+int cmd_doctor(bool json, const std::string& run_root) {
   auto kernel = kernel_info();
-  auto probes = probe_features();
+  auto probes = probe_features(run_root);
   if (json)
     std::printf("%s\n", doctor_json(kernel, probes).c_str());
   else

@@ -16,9 +16,6 @@
 #include <optional>
 #include <string>
 
-#include "apply/ovs.h"
-#include "apply/rdma.h"
-#include "doctor/bpf_attach.h"
 #include "doctor/rtnl.h"
 #include "util/files.h"
 #include "util/netlink.h"
@@ -75,18 +72,13 @@ class NamespaceProbes {
         probe_veth();
         probe_bridge();
         probe_ecmp();
-        probe_bpf();
         probe_qdiscs();
         probe_ifb();
       } else {
         std::string why = "no rtnetlink socket: " + describe(rtnl.error());
-        for (const char* id :
-             {"veth", "bridge", "ecmp", "sch_fq", "sch_netem", "sch_htb", "sch_tbf", "ifb"})
+        for (const char* id : {"veth", "bridge", "ecmp", "sch_netem", "sch_tbf", "ifb"})
           skip(id, why);
-        probe_bpf();  // still worth knowing; it skips the attach probes for want of a port
       }
-      probe_ovs_kernel();
-      probe_rxe();
     }
     return std::move(out_);
   }
@@ -104,8 +96,7 @@ class NamespaceProbes {
     if (!r) {
       record("netns", ProbeStatus::No, describe(r.error()));
       // Without a namespace of our own, creating links would touch the host: try nothing else.
-      for (const char* id : {"uts_ns", "veth", "bridge", "ecmp", "bpf", "clsact", "tcx", "sch_fq",
-                             "sch_netem", "sch_htb", "sch_tbf", "ifb", "ovs_kernel", "rxe"})
+      for (const char* id : {"uts_ns", "veth", "bridge", "ecmp", "sch_netem", "sch_tbf", "ifb"})
         skip(id, "no throwaway network namespace to try it in");
       return false;
     }
@@ -190,35 +181,6 @@ class NamespaceProbes {
            "set");
   }
 
-  void probe_bpf() {
-    auto prog = load_pass_sched_cls();
-    if (!prog) {
-      record("bpf", ProbeStatus::No, describe(prog.error()));
-      skip("clsact", "no BPF program could be loaded");
-      skip("tcx", "no BPF program could be loaded");
-      return;
-    }
-    record("bpf", ProbeStatus::Yes, "BPF_PROG_LOAD of a 2-instruction SCHED_CLS program");
-    if (!port_) {
-      skip("clsact", "no veth to attach to");
-      skip("tcx", "no veth to attach to");
-      return;
-    }
-
-    auto qdisc = add_clsact(*rtnl_, port_);
-    auto filter = qdisc ? attach_cls_bpf_egress(*rtnl_, port_, prog->get()) : qdisc;
-    if (!filter) {
-      record("clsact", ProbeStatus::No, describe(filter.error()));
-    } else {
-      record("clsact", ProbeStatus::Yes,
-             std::string("clsact qdisc on ") + kPort + ", cls_bpf direct-action filter at egress");
-    }
-
-    auto link = create_tcx_egress_link(port_, prog->get());
-    if (!link) return record("tcx", ProbeStatus::No, describe(link.error()));
-    record("tcx", ProbeStatus::Yes, std::string("BPF_LINK_CREATE at tcx egress of ") + kPort);
-  }
-
   // Adds `m` as the root qdisc of the port, then removes it so the next kind can be tried.
   void try_root_qdisc(const char* id, const std::string& kind, NetlinkMessage m) {
     auto r = rtnl_->transact(m, "creating qdisc " + kind);
@@ -231,12 +193,9 @@ class NamespaceProbes {
 
   void probe_qdiscs() {
     if (!port_) {
-      for (const char* id : {"sch_fq", "sch_netem", "sch_htb", "sch_tbf"})
-        skip(id, "no veth to put a qdisc on");
+      for (const char* id : {"sch_netem", "sch_tbf"}) skip(id, "no veth to put a qdisc on");
       return;
     }
-    // fq: the EDT pacer the link model hands packets to; its defaults are what we use.
-    try_root_qdisc("sch_fq", "fq", new_qdisc_message(port_, TC_H_ROOT, 0, "fq"));
 
     // netem takes a bare struct as TCA_OPTIONS, not nested attributes; 1 ms of delay.
     NetlinkMessage netem = new_qdisc_message(port_, TC_H_ROOT, 0, "netem");
@@ -246,15 +205,6 @@ class NamespaceProbes {
     netem.put_attr(TCA_OPTIONS, &nq, sizeof(nq));
     try_root_qdisc("sch_netem", "netem", std::move(netem));
 
-    NetlinkMessage htb = new_qdisc_message(port_, TC_H_ROOT, TC_H_MAKE(1U << 16, 0), "htb");
-    tc_htb_glob glob{};
-    glob.version = TC_HTB_PROTOVER;
-    glob.rate2quantum = 10;
-    size_t options = htb.begin_nest(TCA_OPTIONS);
-    htb.put_attr(TCA_HTB_INIT, &glob, sizeof(glob));
-    htb.end_nest(options);
-    try_root_qdisc("sch_htb", "htb", std::move(htb));
-
     // 1 Mbit/s with a 32 KiB burst. An Ethernet link layer tells the kernel not to expect the
     // legacy rate table.
     NetlinkMessage tbf = new_qdisc_message(port_, TC_H_ROOT, 0, "tbf");
@@ -262,7 +212,7 @@ class NamespaceProbes {
     tq.rate.rate = 125'000;
     tq.rate.linklayer = TC_LINKLAYER_ETHERNET;
     tq.limit = 10'000;
-    options = tbf.begin_nest(TCA_OPTIONS);
+    const size_t options = tbf.begin_nest(TCA_OPTIONS);
     tbf.put_attr(TCA_TBF_PARMS, &tq, sizeof(tq));
     tbf.put_u32(TCA_TBF_BURST, 32 * 1024);
     tbf.end_nest(options);
@@ -273,38 +223,6 @@ class NamespaceProbes {
     auto r = create_link(*rtnl_, "fe-ifb0", "ifb");
     if (!r) return record("ifb", ProbeStatus::No, describe(r.error()));
     record("ifb", ProbeStatus::Yes, "created ifb device fe-ifb0");
-  }
-
-  void probe_ovs_kernel() {
-    auto id = probe_ovs_kernel_datapath();
-    if (!id)
-      return record("ovs_kernel",
-                    errno_of(id.error()) == ENOENT ? ProbeStatus::No : ProbeStatus::Unknown,
-                    describe(id.error()));
-    record("ovs_kernel", ProbeStatus::Yes,
-           "genetlink family ovs_datapath registered (id " + std::to_string(*id) + ")");
-  }
-
-  void probe_rxe() {
-    if (!port_) return skip("rxe", "no veth to put an rxe device on");
-    auto rdma = RdmaNetlink::open(kReplyTimeout);
-    if (!rdma) {
-      return record("rxe", ProbeStatus::No,
-                    describe(rdma.error()) + ": the kernel has no RDMA core, hence no rxe");
-    }
-    // RDMA device names are global, unlike the namespace: the pid keeps two doctors apart.
-    const std::string device = "fabemu-doctor-" + std::to_string(::getpid());
-    auto made = rdma->add_rxe(device, kPort);
-    if (!made) return record("rxe", ProbeStatus::No, describe(made.error()));
-    // The device would also go when the namespace's veth does; deleting it now is tidier.
-    std::string detail =
-        "rxe device can be created; traffic between namespaces needs kernel >= 7.1 and is tested "
-        "by the rdma lane";
-    auto gone = rdma->remove_if_present(device);
-    if (!gone) detail += " (removing it: " + describe(gone.error()) + ")";
-    record("rxe", ProbeStatus::Partial, detail,
-           "soft-RoCE between emulated hosts is unverified here: older kernels run rxe only in "
-           "the initial namespace, so ibverbs transports may fail; tcp is unaffected");
   }
 
   std::optional<NetlinkSocket> rtnl_;

@@ -1,4 +1,6 @@
-// The probes that need a network namespace of their own: links, routes, qdiscs, BPF, OVS, rxe.
+// The doctor's own probes that need a network namespace: namespaces, links, bridges, ECMP, the
+// qdiscs and devices fabemu does not use (netem, tbf, ifb). What `up` uses is asked through the
+// capability module (doctor/capabilities.h).
 #pragma once
 
 #include <vector>

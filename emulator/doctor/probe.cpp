@@ -11,9 +11,9 @@
 #include <memory>
 #include <thread>
 
-#include "doctor/host_probes.h"
+#include "doctor/capabilities.h"
 #include "doctor/namespace_probes.h"
-#include "doctor/rxe_traffic.h"
+#include "doctor/system_probe.h"
 
 namespace fabemu {
 
@@ -66,6 +66,9 @@ constexpr Feature kFeatures[] = {
      true},
     {"cgroup_cpu", "cgroup cpu limits", "hosts.cpu limits cannot be applied", true},
     {"cgroup_memory", "cgroup memory limits", "hosts.memory limits cannot be applied", true},
+    {"tcp_congestion", "TCP congestion controls",
+     "hosts.tcp_congestion is limited to what net.ipv4.tcp_allowed_congestion_control allows",
+     false},
 };
 
 // A safety net, not the expected time (~0.1 s): every netlink reply already has a 250 ms
@@ -118,34 +121,15 @@ KernelInfo kernel_info() {
   return k;
 }
 
-std::vector<FeatureProbe> probe_features() {
+std::vector<FeatureProbe> probe_features(const std::string& run_root) {
   KernelInfo kernel = kernel_info();
   std::vector<FeatureProbe> seen;
   std::string failure;
-  if (kernel.root) {
-    seen = namespace_probes_with_deadline(failure);
-    for (const char* controller : {"cpu", "memory"}) {
-      try {
-        seen.push_back(doctor::probe_cgroup(controller));
-      } catch (const std::exception& e) {
-        seen.push_back({std::string("cgroup_") + controller,
-                        {},
-                        ProbeStatus::Unknown,
-                        std::string("probe failed: ") + e.what(),
-                        {}});
-      }
-    }
-  }
-  seen.push_back(doctor::probe_ovs_userspace());
-  // An rxe device that can be created still has to carry traffic between namespaces.
-  for (FeatureProbe& p : seen)
-    if (p.id == "rxe" && p.status == ProbeStatus::Partial) {
-      doctor::RxeTraffic t = doctor::probe_rxe_traffic();
-      p.status = t.status;
-      p.detail = t.detail;
-      // Known now: the namespace probe's "unverified" gives way to the catalog's cost.
-      if (t.status == ProbeStatus::Yes || t.status == ProbeStatus::No) p.cost.clear();
-    }
+  if (kernel.root) seen = namespace_probes_with_deadline(failure);
+  // What `up` uses, asked exactly as `up` asks it, and probed afresh.
+  SystemProbe probe(run_root, /*fresh=*/true);
+  Capabilities caps(probe);
+  for (FeatureProbe& p : capability_rows(caps)) seen.push_back(std::move(p));
 
   // One entry per catalog feature, in catalog order, whatever the probes managed to report.
   std::vector<FeatureProbe> out;

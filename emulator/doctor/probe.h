@@ -14,7 +14,8 @@ std::string_view to_string(ProbeStatus status);
 
 struct FeatureProbe {
   // Stable key, in this order: netns, uts_ns, veth, bridge, ecmp, bpf, clsact, tcx, sch_fq,
-  // sch_netem, sch_htb, sch_tbf, ifb, ovs_kernel, ovs_userspace, rxe, cgroup_cpu, cgroup_memory.
+  // sch_netem, sch_htb, sch_tbf, ifb, ovs_kernel, ovs_userspace, rxe, cgroup_cpu, cgroup_memory,
+  // tcp_congestion.
   std::string id;
   std::string name;  // for people: "BPF tcx attach"
   ProbeStatus status = ProbeStatus::Unknown;
@@ -33,7 +34,9 @@ KernelInfo kernel_info();
 // in a throwaway network namespace on a dedicated thread, so the host's interfaces are never
 // touched and everything they create vanishes with the thread. Without root every kernel probe
 // is Unknown with detail "needs root". Takes well under a second; never throws.
-std::vector<FeatureProbe> probe_features();
+// What `up` uses (fq, htb, the link model, OVS, rxe, cgroups, congestion controls) is asked
+// through the capability module, afresh, and the verdicts kept under `run_root` for `up`.
+std::vector<FeatureProbe> probe_features(const std::string& run_root = "/run/fabemu");
 
 // An aligned plain-text table for the terminal: feature, status (yes/no/partial/?), detail and,
 // for features that are not fully there, what that costs.

@@ -33,18 +33,23 @@ std::optional<RxeSupport> cached_rxe_support(const std::string& cache_path) {
     return std::nullopt;
   std::getline(in, reason);
   if (verdict != "usable 1" && verdict != "usable 0") return std::nullopt;
-  return RxeSupport{verdict == "usable 1", reason.rfind("reason ", 0) == 0 ? reason.substr(7) : ""};
+  return RxeSupport{verdict == "usable 1", true,
+                    reason.rfind("reason ", 0) == 0 ? reason.substr(7) : ""};
 }
 
-RxeSupport rxe_support(const std::string& cache_path) {
+RxeSupport rxe_support(const std::string& cache_path, bool fresh) {
   if (auto rdma = RdmaNetlink::open(); !rdma)
-    return {false,
+    return {false, true,
             "this kernel has no rdma_rxe: no RDMA subsystem (" + describe(rdma.error()) + ")"};
-  if (auto cached = cached_rxe_support(cache_path)) return *cached;
+  if (!fresh)
+    if (auto cached = cached_rxe_support(cache_path)) return *cached;
   RxeTraffic t = probe_rxe_traffic();
-  RxeSupport s{t.status == ProbeStatus::Yes, t.detail};
+  RxeSupport s{t.status == ProbeStatus::Yes, true, t.detail};
   // Partial: the probe could not tell (tools missing, namespaces failed); ask again next time.
-  if (t.status != ProbeStatus::Yes && t.status != ProbeStatus::No) return s;
+  if (t.status != ProbeStatus::Yes && t.status != ProbeStatus::No) {
+    s.decided = false;
+    return s;
+  }
   std::string reason = s.reason;
   for (char& c : reason)
     if (c == '\n') c = ' ';

@@ -6,8 +6,6 @@
 #include <linux/netlink.h>
 #include <net/if.h>
 #include <sched.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,52 +22,12 @@
 #include "util/files.h"
 #include "util/netns.h"
 #include "util/proc_net.h"
+#include "util/process.h"
 
 namespace fabemu::doctor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string find_tool(const char* name) {
-  for (const char* dir : {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"}) {
-    std::string p = std::string(dir) + "/" + name;
-    if (::access(p.c_str(), X_OK) == 0) return p;
-  }
-  return "";
-}
-
-// Starts argv inside the network namespace behind `ns_fd`, stdout and stderr into `log`; -1
-// when fork fails. Everything is opened before fork(): the child only makes system calls.
-pid_t start_in(int ns_fd, const std::vector<std::string>& argv, const std::string& log) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  UniqueFd out(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-  UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (::setns(ns_fd, CLONE_NEWNET) != 0) ::_exit(126);
-    if (out.valid()) ::dup2(out.get(), STDOUT_FILENO), ::dup2(out.get(), STDERR_FILENO);
-    if (null.valid()) ::dup2(null.get(), STDIN_FILENO);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// Waits for pid until the deadline, then kills it; its exit status, or -1.
-int finish(pid_t pid, Clock::time_point deadline) {
-  int ws = 0;
-  while (::waitpid(pid, &ws, WNOHANG) == 0) {
-    if (Clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &ws, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-}
 
 // The log's last complaint ("Failed status transport retry counter exceeded (12) for wr_id
 // 2"), else its last line: client and server write to it both.
@@ -145,7 +103,8 @@ bool means_no_rxe_driver(const Error& e) {
 }  // namespace
 
 RxeTraffic probe_rxe_traffic() {
-  const std::string pingpong = find_tool("ibv_rc_pingpong");
+  const auto found = find_program("ibv_rc_pingpong");
+  const std::string pingpong = found ? *found : "";
   Pair pair;
   if (auto r = pair.make(); !r)
     return {ProbeStatus::Partial,
@@ -175,39 +134,41 @@ RxeTraffic probe_rxe_traffic() {
             "ibv_rc_pingpong (apt install ibverbs-utils ibverbs-providers)"};
 
   const std::string log = pair.dir() + "/log";
-  // The server listens once its device is open; then the client runs once. The deadlines are
-  // generous (soft-RoCE under an emulated CPU on a busy machine is slow) and cost nothing where
+  UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  // The server listens once its device is open; then the client runs once. The deadline is
+  // generous (soft-RoCE under an emulated CPU on a busy machine is slow) and costs nothing where
   // rxe fails: kernels < 7.1 end the client themselves when its retries run out (~3 s).
-  pid_t server =
-      start_in(pair.fd(1), {pingpong, "-d", devices[1], "-g", "1", "-p", "18777", "-n", "5"}, log);
-  if (server < 0) return {ProbeStatus::Partial, describe(errno_error("starting ibv_rc_pingpong"))};
-  const auto listen_deadline = Clock::now() + std::chrono::seconds(15);
-  bool listens = false;
-  int ws = 0;
-  while (!(listens = listening_in(server, pair.pin(1), 18777)) &&
-         ::waitpid(server, &ws, WNOHANG) == 0 && Clock::now() < listen_deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (!listens) {
-    finish(server, Clock::now());
+  auto in_ns = [&](int i, std::vector<std::string> argv) {
+    ProcessSpec p;
+    p.argv = std::move(argv);
+    p.out = p.err = log_fd.valid() ? Stdio::Fd : Stdio::Null;
+    p.out_fd = p.err_fd = log_fd.get();
+    const int ns = pair.fd(i);
+    p.before_exec = [ns]() -> Result<void> {
+      if (::setns(ns, CLONE_NEWNET) != 0) return errno_error("entering the probe namespace");
+      return ok();
+    };
+    return p;
+  };
+  ServerClientSpec spec;
+  spec.server = in_ns(1, {pingpong, "-d", devices[1], "-g", "1", "-p", "18777", "-n", "5"});
+  spec.client =
+      in_ns(0, {pingpong, "-d", devices[0], "-g", "1", "-p", "18777", "-n", "5", "10.254.77.2"});
+  const std::string server_ns = pair.pin(1);
+  spec.ready = [server_ns](pid_t pid) { return listening_in(pid, server_ns, 18777); };
+  spec.deadline = Clock::now() + std::chrono::seconds(35);
+  auto run = run_server_client(spec);
+  if (!run) return {ProbeStatus::Partial, "starting ibv_rc_pingpong: " + describe(run.error())};
+  if (!run->ready)
     return {ProbeStatus::Partial,
             "ibv_rc_pingpong's server on an rxe device did not listen: " + last_line(log)};
-  }
-  pid_t client = start_in(
-      pair.fd(0), {pingpong, "-d", devices[0], "-g", "1", "-p", "18777", "-n", "5", "10.254.77.2"},
-      log);
-  const int client_status =
-      client < 0 ? -2 : finish(client, Clock::now() + std::chrono::seconds(20));
-  // The server ends by itself after a successful exchange; after a failed one it would wait.
-  const int server_status =
-      finish(server, Clock::now() +
-                         (client_status == 0 ? std::chrono::seconds(5) : std::chrono::seconds(0)));
   // Out of time: too slow a machine to tell, not a verdict on the kernel (not cached by `up`).
-  if (client_status == -1)
+  if (run->client_timed_out)
     return {ProbeStatus::Partial,
-            "ibv_rc_pingpong between rxe devices in two namespaces did not finish within 20 s: " +
+            "ibv_rc_pingpong between rxe devices in two namespaces did not finish within 35 s: " +
                 last_line(log)};
   const std::string seen = last_line(log);
-  if (client_status == 0 && server_status == 0)
+  if (run->client == 0 && run->server == 0)
     return {ProbeStatus::Yes,
             "rxe devices in two namespaces exchanged RC messages (ibv_rc_pingpong, RoCEv2 GID 1)"};
   return {ProbeStatus::No,

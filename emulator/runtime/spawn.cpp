@@ -17,6 +17,7 @@
 #include "apply/cgroup.h"
 #include "util/files.h"
 #include "util/netns.h"
+#include "util/process.h"
 
 namespace fabemu {
 namespace {
@@ -27,22 +28,9 @@ Result<void> bind_mount(const std::string& from, const std::string& to) {
   return ok();
 }
 
-std::vector<char*> c_argv(const std::vector<std::string>& argv) {
-  std::vector<char*> out;
-  for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
 volatile sig_atomic_t g_signal = 0;
 void remember_signal(int sig) {
   g_signal = sig;
-}
-
-int exit_status(int wstatus) {
-  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
-  if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
-  return 1;
 }
 
 }  // namespace
@@ -90,65 +78,54 @@ Result<void> enter_node(const NodeContext& c) {
       if (::chdir(cwd) != 0) return errno_error(std::string("entering ") + cwd);
     }
   }
-  for (const auto& [k, v] : c.env) ::setenv(k.c_str(), v.c_str(), 1);
   return ok();
 }
 
 Error exec_in_node(const NodeContext& c, const std::vector<std::string>& argv) {
   if (argv.empty()) return make_error("no command given", EINVAL);
   if (auto r = enter_node(c); !r) return r.error();
-  auto args = c_argv(argv);
-  ::execvp(args[0], args.data());
-  return errno_error("running " + argv[0] + " in " + c.node);
+  for (const auto& [k, v] : c.env) ::setenv(k.c_str(), v.c_str(), 1);
+  return exec_program(argv).context("in " + c.node);
+}
+
+ProcessSpec node_process(const NodeContext& c, std::vector<std::string> argv) {
+  ProcessSpec spec;
+  spec.argv = std::move(argv);
+  spec.env = c.env;
+  spec.before_exec = [c] { return enter_node(c); };
+  return spec;
 }
 
 Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes,
                                            const std::vector<std::string>& argv,
                                            const RunOptions& options) {
-  const bool tag = options.tag;
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + options.timeout;
-  const bool bounded = options.timeout.count() > 0;
-  bool timed_out = false;
-  auto killed_at = Clock::time_point::max();
   if (argv.empty()) return make_error("no command given", EINVAL);
+  const bool bounded = options.timeout.count() > 0;
+  const auto deadline = bounded ? Clock::now() + options.timeout : Clock::time_point::max();
   size_t width = 0;
   for (const auto& n : nodes) width = std::max(width, n.node.size());
 
   struct Child {
-    pid_t pid;
-    UniqueFd out;
+    Process process;
     std::string partial;
     std::string tag;
   };
   std::vector<Child> children;
   for (const auto& n : nodes) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return errno_error("creating a pipe");
-    UniqueFd rd(fds[0]), wr(fds[1]);
-    pid_t pid = ::fork();
-    if (pid < 0) return errno_error("forking for " + n.node);
-    if (pid == 0) {
-      ::setpgid(0, 0);  // the whole tree (mpirun's daemons too) goes at the deadline
-      // Not the terminal: a process group in the background that reads it is stopped
-      // (SIGTTIN), and mpirun reads its stdin to forward it to rank 0.
-      if (int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC); null >= 0)
-        ::dup2(null, STDIN_FILENO);
-      ::dup2(wr.get(), STDOUT_FILENO);
-      ::dup2(wr.get(), STDERR_FILENO);
-      if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) {
-        std::string msg = "fabemu exec: cannot enter " + options.cwd + "\n";
-        (void)!::write(STDERR_FILENO, msg.data(), msg.size());
-        ::_exit(127);
-      }
-      Error e = exec_in_node(n, argv);
-      std::string msg = "fabemu exec: " + e.what() + "\n";
-      (void)!::write(STDERR_FILENO, msg.data(), msg.size());
-      ::_exit(127);
-    }
-    ::setpgid(pid, pid);  // also here: no race with the first kill
-    std::string t = tag ? "[" + n.node + std::string(width - n.node.size(), ' ') + "] " : "";
-    children.push_back(Child{pid, std::move(rd), "", t});
+    ProcessSpec spec = node_process(n, argv);
+    // Not the terminal: a process group in the background that reads it is stopped (SIGTTIN),
+    // and mpirun reads its stdin to forward it to rank 0.
+    spec.stdin_null = true;
+    spec.out = Stdio::Pipe;
+    spec.err = Stdio::Out;
+    spec.own_group = true;  // the whole tree (mpirun's daemons too) goes at the deadline
+    spec.cwd = options.cwd;
+    auto p = Process::start(spec);
+    if (!p) return p.error().context("starting the command in " + n.node);
+    std::string t =
+        options.tag ? "[" + n.node + std::string(width - n.node.size(), ' ') + "] " : "";
+    children.push_back(Child{std::move(*p), "", t});
   }
 
   struct sigaction sa {
@@ -157,6 +134,8 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   int forwarded = 0;
+  bool timed_out = false;
+  auto killed_at = Clock::time_point::max();
 
   auto emit = [](const std::string& text) {
     (void)!::write(STDOUT_FILENO, text.data(), text.size());
@@ -166,44 +145,45 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
   while (open > 0) {
     if (g_signal && g_signal != forwarded) {
       forwarded = g_signal;
-      for (auto& c : children) ::kill(-c.pid, forwarded);
+      for (auto& c : children) c.process.signal(forwarded);
     }
     const auto now = Clock::now();
     if (bounded && !timed_out && now >= deadline) {
       timed_out = true;
       killed_at = now + std::chrono::seconds(3);
-      for (auto& c : children) ::kill(-c.pid, SIGTERM);
+      for (auto& c : children) c.process.signal(SIGTERM);
     }
     if (timed_out && now >= killed_at) {
-      for (auto& c : children) ::kill(-c.pid, SIGKILL);
+      for (auto& c : children) c.process.signal(SIGKILL);
       killed_at = Clock::time_point::max();
     }
-    int wait_ms = -1;
-    if (bounded) {
-      const auto next = timed_out ? killed_at : deadline;
-      if (next != Clock::time_point::max())
-        wait_ms = static_cast<int>(std::max<int64_t>(
-            0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
-    }
+    const auto next = timed_out ? killed_at : deadline;
+    const int wait_ms =
+        next == Clock::time_point::max()
+            ? -1
+            : static_cast<int>(std::max<int64_t>(
+                  0,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
     pfds.clear();
     for (auto& c : children)
-      if (c.out.valid()) pfds.push_back({c.out.get(), POLLIN, 0});
+      if (c.process.out().valid()) pfds.push_back({c.process.out().get(), POLLIN, 0});
     if (::poll(pfds.data(), pfds.size(), wait_ms) < 0) {
       if (errno == EINTR) continue;
       return errno_error("waiting for output");
     }
     for (auto& c : children) {
-      if (!c.out.valid()) continue;
+      UniqueFd& out = c.process.out();
+      if (!out.valid()) continue;
       auto ready = std::find_if(pfds.begin(), pfds.end(),
-                                [&](const pollfd& p) { return p.fd == c.out.get(); });
+                                [&](const pollfd& p) { return p.fd == out.get(); });
       if (ready == pfds.end() || ready->revents == 0) continue;
       char buf[8192];
-      ssize_t r = ::read(c.out.get(), buf, sizeof buf);
+      ssize_t r = ::read(out.get(), buf, sizeof buf);
       if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (r <= 0) {
         if (!c.partial.empty()) emit(c.tag + c.partial + "\n");
         c.partial.clear();
-        c.out.reset();
+        out.reset();
         --open;
         continue;
       }
@@ -219,12 +199,8 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
   }
 
   std::vector<NodeExit> exits;
-  for (size_t i = 0; i < children.size(); ++i) {
-    int ws = 0;
-    while (::waitpid(children[i].pid, &ws, 0) < 0 && errno == EINTR) {
-    }
-    exits.push_back({nodes[i].node, exit_status(ws), timed_out});
-  }
+  for (size_t i = 0; i < children.size(); ++i)
+    exits.push_back({nodes[i].node, children[i].process.wait(), timed_out});
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   return exits;

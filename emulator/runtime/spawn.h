@@ -7,16 +7,23 @@
 #include <vector>
 
 #include "runtime/host_env.h"
+#include "util/process.h"
 #include "util/result.h"
 
 namespace fabemu {
 
 // Moves the calling (single-threaded) process into the node: network and UTS namespaces,
-// a private mount namespace with the node's /etc/hosts, /tmp and /sys, its cgroup, its env.
+// a private mount namespace with the node's /etc/hosts, /tmp and /sys, its cgroup. The node's
+// environment (c.env) is the caller's to pass on: ProcessSpec::env, or exec_in_node.
 Result<void> enter_node(const NodeContext& c);
 
-// Enters the node and replaces this process with argv. Returns only on failure.
+// Enters the node and replaces this process with argv, the node's environment set. Returns only
+// on failure.
 Error exec_in_node(const NodeContext& c, const std::vector<std::string>& argv);
+
+// A ProcessSpec that runs argv inside the node: the node's environment, and entering it between
+// fork and exec. Stdio and grouping are the caller's to set.
+ProcessSpec node_process(const NodeContext& c, std::vector<std::string> argv);
 
 struct NodeExit {
   std::string node;

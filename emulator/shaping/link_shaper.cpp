@@ -55,6 +55,14 @@ LinkShaper::LinkShaper(LinkShaper&&) noexcept = default;
 LinkShaper& LinkShaper::operator=(LinkShaper&&) noexcept = default;
 LinkShaper::~LinkShaper() = default;  // pinned maps stay; attachments hold the program
 
+uint64_t LinkShaper::program_digest() {
+  size_t size = 0;
+  const auto* bytes = static_cast<const unsigned char*>(link_shaper__elf_bytes(&size));
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (size_t i = 0; i < size; ++i) h = (h ^ bytes[i]) * 0x100000001b3ULL;
+  return h;
+}
+
 Result<LinkShaper> LinkShaper::load(const ShaperOptions& options) {
   std::unique_ptr<link_shaper, Destroy> skel(link_shaper__open());
   if (!skel) return errno_error("opening the link shaper BPF object");

@@ -76,6 +76,10 @@ class LinkShaper {
   // Every attached port as recorded by attach().
   Result<std::vector<ShapedPort>> ports() const;
 
+  // A digest of the BPF object built into this binary: a verdict about loading it (cached per
+  // boot by the capability probe) holds for this program only.
+  static uint64_t program_digest();
+
   // The program, for BPF_PROG_TEST_RUN and for other attach methods (tcx).
   int prog_fd() const;
   const std::string& pin_dir() const { return pin_dir_; }

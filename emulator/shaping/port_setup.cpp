@@ -128,42 +128,21 @@ Result<void> disable_offloads(const std::string& ifname, bool tx_checksum) {
   return ok();
 }
 
-namespace {
-
-// `make` on loopback (ifindex 1) of a throwaway namespace, on a thread of its own.
-template <typename F>
-Result<void> probe_qdisc(const char* kind, F make) {
-  std::optional<Result<void>> out;
-  std::thread worker([&] {
-    if (::unshare(CLONE_NEWNET) != 0)
-      return void(out.emplace(errno_error(std::string("making a namespace to look for ") + kind)));
-    auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, std::chrono::seconds(5));
-    if (!rtnl) return void(out.emplace(rtnl.error()));
-    out.emplace(make(*rtnl));
-  });
-  worker.join();
-  return std::move(*out);
+Result<void> try_root_fq(NetlinkSocket& rtnl, int ifindex) {
+  FqParams p;
+  p.limit = p.flow_limit = 100;
+  p.horizon_ns = 10'000'000'000;
+  FABEMU_TRY(replace_root_fq(rtnl, ifindex, p));
+  return remove_root_qdisc(rtnl, ifindex);
 }
 
-}  // namespace
-
-Result<void> probe_fq() {
-  return probe_qdisc("fq", [](NetlinkSocket& rtnl) {
-    FqParams p;
-    p.limit = p.flow_limit = 100;
-    p.horizon_ns = 10'000'000'000;
-    return replace_root_fq(rtnl, 1, p);
-  });
-}
-
-Result<void> probe_htb() {
-  return probe_qdisc("htb", [](NetlinkSocket& rtnl) {
-    HtbParams p;
-    p.rate_bps = 1'000'000;
-    p.burst_bytes = 3000;
-    p.limit_bytes = 100'000;
-    return replace_root_htb(rtnl, 1, p, /*exists=*/false);
-  });
+Result<void> try_root_htb(NetlinkSocket& rtnl, int ifindex) {
+  HtbParams p;
+  p.rate_bps = 1'000'000;
+  p.burst_bytes = 3000;
+  p.limit_bytes = 100'000;
+  FABEMU_TRY(replace_root_htb(rtnl, ifindex, p, /*exists=*/false));
+  return remove_root_qdisc(rtnl, ifindex);
 }
 
 }  // namespace fabemu

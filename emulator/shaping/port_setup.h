@@ -27,11 +27,10 @@ Result<void> remove_root_qdisc(NetlinkSocket& rtnl, int ifindex);
 // device does not have count as off.
 Result<void> disable_offloads(const std::string& ifname, bool tx_checksum = false);
 
-// Whether the running kernel has sch_fq, tried on loopback in a throwaway namespace (a thread
-// of its own, so the caller's namespaces never change). The error says why not.
-Result<void> probe_fq();
-
-// The same for sch_htb.
-Result<void> probe_htb();
+// Whether this kernel has sch_fq (sch_htb): makes it the root qdisc of `ifindex`, with the
+// options `up` uses, then removes it again. The caller's thread must be in a throwaway
+// namespace: the capability probe runs it on loopback there.
+Result<void> try_root_fq(NetlinkSocket& rtnl, int ifindex);
+Result<void> try_root_htb(NetlinkSocket& rtnl, int ifindex);
 
 }  // namespace fabemu

@@ -4,7 +4,6 @@
 #include <net/if.h>
 #include <sched.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,10 +12,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "doctor/probe.h"
 #include "util/netns.h"
+#include "util/process.h"
 
 namespace fabemu {
 namespace {
@@ -65,49 +66,36 @@ std::vector<std::string> leftover_probe_cgroups() {
 }
 
 std::optional<std::string> find_tool(const std::string& name) {
-  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin", "/bin"}) {
-    std::string path = std::string(dir) + "/" + name;
-    if (::access(path.c_str(), X_OK) == 0) return path;
-  }
-  return std::nullopt;
-}
-
-// Runs argv in a child and returns its exit status (-1 when it did not exit normally).
-int run(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    // iproute2's complaints ("Specified qdisc kind is unknown") are expected; keep logs clean.
-    int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0) ::dup2(null, STDERR_FILENO);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto path = find_program(name);
+  return path ? std::optional(*path) : std::nullopt;
 }
 
 // The independent check: does `tc qdisc add dev X root <kind>` succeed on a veth in a fresh
-// namespace? A forked child unshares the namespace, so the host's stays untouched, and runs
-// ip and tc from there. Returns nullopt when the check itself could not be set up.
+// namespace? Both commands enter a throwaway namespace (pinned in a temporary directory, gone
+// with it), so the host's stays untouched. nullopt when the check itself could not be set up.
 std::optional<bool> tc_accepts_root_qdisc(const std::string& ip, const std::string& tc,
                                           const std::string& kind) {
-  std::vector<std::string> add_veth = {ip,     "link", "add",  "fe-t0", "type",
-                                       "veth", "peer", "name", "fe-t1"};
-  std::vector<std::string> add_qdisc = {tc, "qdisc", "add", "dev", "fe-t0", "root", kind};
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    if (unshare_retrying(CLONE_NEWNET) != 0) ::_exit(2);
-    if (run(add_veth) != 0) ::_exit(3);
-    ::_exit(run(add_qdisc) == 0 ? 0 : 1);
+  char dir[] = "/run/fabemu-doctor-test-XXXXXX";
+  if (!::mkdtemp(dir)) return std::nullopt;
+  const std::string pin = std::string(dir) + "/ns";
+  Result<UniqueFd> ns = make_error("not made");
+  std::thread([&] { ns = create_pinned_namespace(pin, "", ""); }).join();
+  std::optional<bool> accepted;
+  if (ns) {
+    const int fd = ns->get();
+    CommandOptions in_ns;
+    in_ns.before_exec = [fd]() -> Result<void> { return enter_namespace(fd, CLONE_NEWNET, "ns"); };
+    auto veth =
+        run_captured({ip, "link", "add", "fe-t0", "type", "veth", "peer", "name", "fe-t1"}, in_ns);
+    if (veth && veth->status == 0) {
+      auto qdisc = run_captured({tc, "qdisc", "add", "dev", "fe-t0", "root", kind}, in_ns);
+      if (qdisc) accepted = qdisc->status == 0;
+    }
+    ns->reset();
   }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return std::nullopt;
-  if (WEXITSTATUS(status) > 1) return std::nullopt;
-  return WEXITSTATUS(status) == 0;
+  (void)unpin_namespace(pin);
+  std::filesystem::remove_all(dir);
+  return accepted;
 }
 
 class DoctorTest : public ::testing::Test {

@@ -389,7 +389,7 @@ TEST_P(SwitchTest, DownLeavesNothingAndEndsProcessesInTheLab) {
   EXPECT_NE(Snapshot::take(name).lab_objects, std::set<std::string>{});  // the snapshot sees labs
 
   // A user's long-running program inside h1, started the way users start one.
-  ChildGuard sleeper(spawn(fabemu_argv({"exec", name + ":h1", "--", "sleep", "600"})));
+  Process sleeper = spawn(fabemu_argv({"exec", name + ":h1", "--", "sleep", "600"}));
   const auto h1 = ns_id(netns_path(name, "h1"));
   ASSERT_TRUE(h1.has_value());
   const std::string proc = "/proc/" + std::to_string(sleeper.pid());
@@ -411,7 +411,7 @@ TEST_P(SwitchTest, DownLeavesNothingAndEndsProcessesInTheLab) {
 
   Outcome down = lab.down();
   ASSERT_EQ(down.status, 0) << down;
-  std::optional<int> status = sleeper.wait(5s);
+  std::optional<int> status = wait_for(sleeper, 5s);
   EXPECT_TRUE(status.has_value()) << "`down` left the sleep inside h1 running";
   // The sleep was reaped above; anything else that was inside must be gone as well.
   for (pid_t pid : inside) {
@@ -464,7 +464,7 @@ TEST_P(SwitchTest, KillDuringUpThenDownLeavesNothing) {
     const std::string name = lab_name("k" + std::to_string(i));
     const Snapshot before = Snapshot::take(name);
     LabGuard lab(name);
-    ChildGuard up(spawn(fabemu_argv({"up", scenario.path(), "--lab", name, "-q"})));
+    Process up = spawn(fabemu_argv({"up", scenario.path(), "--lab", name, "-q"}));
     const std::string journal = run_dir(name) + "/journal";
     const auto deadline = Clock::now() + 10s;
     while (!std::filesystem::exists(journal)) {
@@ -473,7 +473,7 @@ TEST_P(SwitchTest, KillDuringUpThenDownLeavesNothing) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(delays_ms[i]));
     ::kill(up.pid(), SIGKILL);
-    std::optional<int> status = up.wait(5s);
+    std::optional<int> status = wait_for(up, 5s);
     ASSERT_TRUE(status.has_value());
     // 0 when up had already finished; either way down must find everything.
     EXPECT_TRUE(*status == 128 + SIGKILL || *status == 0) << *status;

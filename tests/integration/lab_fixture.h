@@ -1,4 +1,4 @@
-// Integration-test helpers: child processes with deadlines, lab guards, system snapshots.
+// Integration-test helpers: child processes (through util/process), lab guards, snapshots.
 #pragma once
 
 #include <fcntl.h>
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "util/mountinfo.h"
+#include "util/process.h"
 
 namespace fabemu::itest {
 
@@ -49,119 +50,35 @@ inline std::ostream& operator<<(std::ostream& os, const Outcome& o) {
   return os << "exit " << o.status << "\n--- stdout\n" << o.out << "--- stderr\n" << o.err;
 }
 
-inline int decode_status(int ws) {
-  if (WIFEXITED(ws)) return WEXITSTATUS(ws);
-  if (WIFSIGNALED(ws)) return 128 + WTERMSIG(ws);
-  return -1;
+// Starts argv (a path, or a name found on PATH) in a process group of its own, stdin from
+// /dev/null, stdout and stderr onto the given fds (-1: /dev/null). The Process kills and reaps
+// it when it goes, unless the test waited for it.
+inline Process spawn(const Argv& args, int out_fd = -1, int err_fd = -1) {
+  ProcessSpec spec;
+  spec.argv = args;
+  spec.own_group = true;
+  spec.out = out_fd >= 0 ? Stdio::Fd : Stdio::Null;
+  spec.err = err_fd >= 0 ? Stdio::Fd : Stdio::Null;
+  spec.out_fd = out_fd;
+  spec.err_fd = err_fd;
+  auto p = Process::start(spec);
+  if (!p) throw std::runtime_error("starting " + args.front() + ": " + p.error().what());
+  return std::move(*p);
 }
 
-// Waits for `pid` until `deadline`; returns its decoded status, or nullopt if it still runs.
-inline std::optional<int> wait_until(pid_t pid, Clock::time_point deadline) {
-  for (;;) {
-    int ws = 0;
-    pid_t r = ::waitpid(pid, &ws, WNOHANG);
-    if (r == pid) return decode_status(ws);
-    if (r < 0 && errno != EINTR) return -1;
-    if (Clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(2ms);
-  }
-}
-
-// Forks and execs argv[0] (a path) in its own process group, stdin from /dev/null, stdout and
-// stderr onto the given fds (-1: /dev/null). Everything is prepared before fork(), so the
-// child only makes async-signal-safe calls even when tests run children from several threads.
-inline pid_t spawn(const Argv& args, int out_fd = -1, int err_fd = -1) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(null, STDIN_FILENO);
-    ::dup2(out_fd >= 0 ? out_fd : null, STDOUT_FILENO);
-    ::dup2(err_fd >= 0 ? err_fd : null, STDERR_FILENO);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  if (pid > 0) ::setpgid(pid, pid);  // also here, so that a kill(-pid) right away finds it
-  ::close(null);
-  return pid;
+// Its exit status within `timeout`, else nullopt (it goes on running).
+inline std::optional<int> wait_for(Process& p, std::chrono::milliseconds timeout) {
+  return p.wait_until(Clock::now() + timeout);
 }
 
 // Runs argv to completion and captures its output; after `timeout` the process group is killed.
 inline Outcome run(const Argv& args, std::chrono::milliseconds timeout = 30s) {
-  Outcome o;
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return o;
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    ::close(out[0]);
-    ::close(out[1]);
-    return o;
-  }
-  pid_t pid = spawn(args, out[1], err[1]);
-  ::close(out[1]);
-  ::close(err[1]);
-  if (pid < 0) {
-    ::close(out[0]);
-    ::close(err[0]);
-    return o;
-  }
-  const auto deadline = Clock::now() + timeout;
-  int fds[2] = {out[0], err[0]};  // poll() skips the ones set to -1 at end of file
-  std::string* sinks[2] = {&o.out, &o.err};
-  while ((fds[0] >= 0 || fds[1] >= 0) && Clock::now() < deadline) {
-    pollfd pfds[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (::poll(pfds, 2, static_cast<int>(left.count()) + 1) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i] < 0 || pfds[i].revents == 0) continue;
-      char buf[8192];
-      ssize_t n = ::read(fds[i], buf, sizeof buf);
-      if (n > 0) {
-        sinks[i]->append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fds[i]);
-        fds[i] = -1;
-      }
-    }
-  }
-  for (int fd : fds)
-    if (fd >= 0) ::close(fd);
-  std::optional<int> status = wait_until(pid, deadline);
-  if (!status) {
-    ::kill(-pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    o.status = -1;
-  } else {
-    o.status = *status;
-  }
-  return o;
+  CommandOptions options;
+  options.timeout = timeout;
+  auto r = run_captured(args, options);
+  if (!r) return Outcome{-1, "", r.error().what()};
+  return Outcome{r->status, std::move(r->out), std::move(r->err)};
 }
-
-// Kills and reaps a spawned child that the test did not wait for.
-class ChildGuard {
- public:
-  explicit ChildGuard(pid_t pid) : pid_(pid) {}
-  ChildGuard(const ChildGuard&) = delete;
-  ChildGuard& operator=(const ChildGuard&) = delete;
-  ~ChildGuard() {
-    if (pid_ <= 0) return;
-    ::kill(-pid_, SIGKILL);
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-  }
-  pid_t pid() const { return pid_; }
-  // Waits for the child's end; nullopt if it is still running at the deadline.
-  std::optional<int> wait(std::chrono::milliseconds timeout) {
-    std::optional<int> status = wait_until(pid_, Clock::now() + timeout);
-    if (status) pid_ = -1;
-    return status;
-  }
-
- private:
-  pid_t pid_;
-};
 
 // Runs every command, at most `width` at a time; results in the order of `commands`.
 inline std::vector<Outcome> run_all(const std::vector<Argv>& commands, int width,
@@ -187,11 +104,8 @@ inline Outcome fabemu(const Argv& args, std::chrono::milliseconds timeout = 60s)
 }
 
 inline std::optional<std::string> find_tool(const std::string& name) {
-  for (const char* dir : {"/usr/sbin", "/usr/bin", "/sbin", "/bin"}) {
-    std::string path = std::string(dir) + "/" + name;
-    if (::access(path.c_str(), X_OK) == 0) return path;
-  }
-  return std::nullopt;
+  auto path = find_program(name);
+  return path ? std::optional(*path) : std::nullopt;
 }
 
 inline std::string read_text(const std::string& path) {

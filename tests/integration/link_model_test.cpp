@@ -3,12 +3,15 @@
 // packet per skb, and nothing left behind. Runs on the htb path here (no fq) and on the fq path
 // in the VM lane; the tests say which one they saw.
 #include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <thread>
 
+#include "doctor/capabilities.h"
+#include "doctor/system_probe.h"
 #include "lab_fixture.h"
-#include "shaping/port_setup.h"
 
 namespace fabemu::itest {
 namespace {
@@ -35,14 +38,21 @@ links:
 rdma: {enabled: off}
 )";
 
+// This kernel's answers, asked the way `up` asks them.
+Capabilities& capabilities() {
+  static SystemProbe probe("/run/fabemu", /*fresh=*/false);
+  static Capabilities caps(probe);
+  return caps;
+}
+
 bool kernel_has_fq() {
-  return static_cast<bool>(probe_fq());
+  return capabilities().fq().yes();
 }
 
 // The mode `up` picks, as `status --json` names it.
 std::string expected_mode() {
   if (kernel_has_fq()) return "fq";
-  return probe_htb() ? "htb" : "policer";
+  return capabilities().htb().yes() ? "htb" : "policer";
 }
 
 // One direction's entry in `status --json`.
@@ -95,15 +105,14 @@ class LinkModelTest : public LabTest {
   // test). `udp_rate` empty: TCP.
   static double iperf(const LabGuard& lab, const std::string& from, const std::string& to,
                       const std::string& udp_rate, int seconds = 2) {
-    pid_t server = spawn({kFabemu, "exec", lab.name() + ":" + to, "--", *find_tool("iperf3"), "-s",
-                          "-1", "-p", "5299"});
+    Process server = spawn({kFabemu, "exec", lab.name() + ":" + to, "--", *find_tool("iperf3"),
+                            "-s", "-1", "-p", "5299"});
     std::this_thread::sleep_for(300ms);
     Argv client = {*find_tool("iperf3"),    "-c", to, "-p", "5299", "-t",
                    std::to_string(seconds), "-J"};
     if (!udp_rate.empty()) client.insert(client.end(), {"-u", "-b", udp_rate, "-l", "1400"});
     Outcome o = lab.exec(from, client);
-    ::kill(-server, SIGKILL);
-    ::waitpid(server, nullptr, 0);
+    server.stop(0ms);
     EXPECT_EQ(o.status, 0) << o;
     // Bytes the receiver got over the sender's time: the receiver's own clock runs until the
     // end-of-test message arrives on iperf3's TCP control connection, which a policed link may
@@ -295,6 +304,38 @@ TEST_F(LinkModelTest, DelayWithoutFqIsRefusedUnlessAccepted) {
   ASSERT_EQ(o.status, 0) << o;
   EXPECT_NE(o.out.find("no delay or jitter is added"), std::string::npos) << o;
   EXPECT_NE(fabemu({"status", name}).out.find("delay and jitter NOT added"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fabemu::itest
+
+namespace fabemu::itest {
+namespace {
+
+// `doctor` and `up` ask the same capability module; on this kernel they must also say the same:
+// the link model's mode, soft-RoCE, and what `up` refuses.
+TEST_F(LinkModelTest, DoctorAndUpSayTheSameOfThisKernel) {
+  Outcome doc = fabemu({"doctor", "--json"});
+  ASSERT_EQ(doc.status, 0) << doc;
+  auto report = nlohmann::json::parse(doc.out);
+  std::map<std::string, std::string> has;
+  for (const auto& f : report["features"]) has[f["id"]] = f["status"];
+  TempScenario sc(kShaped);
+  LabGuard lab(lab_name("agree"));
+  Outcome up = lab.up(sc.path());
+  ASSERT_EQ(up.status, 0) << up;
+  auto status = nlohmann::json::parse(status_json(lab));
+  const std::string mode = has["sch_fq"] == "yes"    ? "fq"
+                           : has["sch_htb"] == "yes" ? "htb"
+                                                     : "policer";
+  EXPECT_EQ(status["link_model"]["mode"], mode) << doc.out;
+  EXPECT_EQ(status["rdma"]["mode"], has["rxe"] == "yes" ? "rxe" : "off") << doc.out;
+  // What the doctor says is missing, `up` refuses (nothing touched), and the other way round.
+  TempScenario delayed(kDelayed);
+  LabGuard refused(lab_name("agreed"));
+  Outcome strict =
+      fabemu({"up", delayed.path(), "--lab", refused.name(), "-q"});  // no --accept-degraded
+  EXPECT_EQ(strict.status, has["sch_fq"] == "yes" ? 0 : 2) << strict;
 }
 
 }  // namespace

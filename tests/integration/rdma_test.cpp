@@ -187,8 +187,8 @@ TEST_F(RdmaTest, AutoLabsGetRxeAndRcTrafficCrossesTheFabricOnTheirDevices) {
   ASSERT_EQ(up.status, 0) << up;
   EXPECT_NE(up.out.find("rdma: rxe on 8 hosts"), std::string::npos) << up;
   const std::string h1 = device_prefix(lab.name()) + "h1", h8 = device_prefix(lab.name()) + "h8";
-  ChildGuard server(spawn(
-      fabemu_argv({"exec", lab.name() + ":h8", "--", *pingpong, "-d", h8, "-g", "1", "-n", "10"})));
+  Process server = spawn(
+      fabemu_argv({"exec", lab.name() + ":h8", "--", *pingpong, "-d", h8, "-g", "1", "-n", "10"}));
   Outcome client;
   for (int attempt = 0; attempt < 30; ++attempt) {  // until the server listens
     std::this_thread::sleep_for(100ms);
@@ -196,7 +196,8 @@ TEST_F(RdmaTest, AutoLabsGetRxeAndRcTrafficCrossesTheFabricOnTheirDevices) {
     if (client.status == 0) break;
   }
   EXPECT_EQ(client.status, 0) << client;
-  EXPECT_EQ(server.wait(10s), std::optional<int>(0)) << "the server side did not finish cleanly";
+  EXPECT_EQ(wait_for(server, 10s), std::optional<int>(0))
+      << "the server side did not finish cleanly";
 }
 
 TEST_F(RdmaTest, DownAfterUpWasKilledRemovesTheDevices) {
@@ -206,10 +207,10 @@ TEST_F(RdmaTest, DownAfterUpWasKilledRemovesTheDevices) {
   TempScenario scenario(leaf_spine_4("on"));
   LabGuard lab(name);
   {
-    ChildGuard up(spawn(fabemu_argv({"up", scenario.path(), "--lab", name, "-q"})));
+    Process up = spawn(fabemu_argv({"up", scenario.path(), "--lab", name, "-q"}));
     // Killed as soon as the first device exists: the others are half-made or not yet there.
     const auto deadline = Clock::now() + 120s;
-    while (lab_devices(name).empty() && Clock::now() < deadline && !up.wait(0ms))
+    while (lab_devices(name).empty() && Clock::now() < deadline && !up.poll())
       std::this_thread::sleep_for(1ms);
     EXPECT_FALSE(lab_devices(name).empty()) << "`up` never made an rxe device";
   }  // SIGKILL

@@ -34,13 +34,13 @@
 
 #include "apply/rtnl.h"
 #include "apply/veth.h"
-#include "doctor/bpf_attach.h"
 #include "doctor/probe.h"
 #include "shaping/bpffs.h"
 #include "shaping/link_cfg.h"
 #include "shaping/link_shaper.h"
 #include "util/bpf_sys.h"
 #include "util/netns.h"
+#include "util/process.h"
 
 namespace fabemu {
 namespace {
@@ -53,8 +53,8 @@ constexpr uint32_t kLo = 1;
 
 std::optional<std::string> bpf_unavailable() {
   if (::geteuid() != 0) return "needs root (CAP_BPF, CAP_NET_ADMIN)";
-  auto probe = doctor::load_pass_sched_cls();
-  if (!probe) return "this kernel loads no SCHED_CLS program: " + probe.error().what();
+  auto shaper = LinkShaper::load();
+  if (!shaper) return "this kernel does not load the link model: " + shaper.error().what();
   return std::nullopt;
 }
 
@@ -721,17 +721,8 @@ TEST_F(VethTest, PolicerCapsUdpBetweenNamespacesAndDownDropsLive) {
 
 // Runs argv (a path and its arguments) to completion; its exit status, or -1.
 int run_argv(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  int ws = 0;
-  if (pid < 0 || ::waitpid(pid, &ws, 0) != pid) return -1;
-  return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+  auto r = run_captured(argv);
+  return r ? r->status : -1;
 }
 
 // With fq as the root qdisc the shaper's departure times are the link: the rate caps what

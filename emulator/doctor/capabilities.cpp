@@ -1,0 +1,226 @@
+// Capabilities asked once each, and what a scenario may use of them: refusals with reasons.
+#include "doctor/capabilities.h"
+
+#include <algorithm>
+
+#include "util/netlink.h"
+
+namespace fabemu {
+
+Capability Capability::of(const Result<void>& r, const std::string& success) {
+  if (r) return {ProbeStatus::Yes, success};
+  return {ProbeStatus::No, describe(r.error())};
+}
+
+const Capability& Capabilities::fq() {
+  if (!fq_) fq_ = probe_.fq();
+  return *fq_;
+}
+
+const Capability& Capabilities::htb() {
+  if (!htb_) htb_ = probe_.htb();
+  return *htb_;
+}
+
+const LinkModelCapability& Capabilities::link_model() {
+  if (!link_model_) link_model_ = probe_.link_model();
+  return *link_model_;
+}
+
+const Capability& Capabilities::ovs_kernel() {
+  if (!ovs_kernel_) ovs_kernel_ = probe_.ovs_kernel();
+  return *ovs_kernel_;
+}
+
+const Capability& Capabilities::ovs_userspace() {
+  if (!ovs_userspace_) ovs_userspace_ = probe_.ovs_userspace();
+  return *ovs_userspace_;
+}
+
+const Capability& Capabilities::rxe() {
+  if (!rxe_) rxe_ = probe_.rxe();
+  return *rxe_;
+}
+
+const Capability& Capabilities::cgroup(const std::string& controller) {
+  auto it = cgroups_.find(controller);
+  if (it == cgroups_.end()) it = cgroups_.emplace(controller, probe_.cgroup(controller)).first;
+  return it->second;
+}
+
+const std::optional<std::vector<std::string>>& Capabilities::congestion_controls() {
+  if (!congestion_) congestion_ = probe_.congestion_controls();
+  return *congestion_;
+}
+
+namespace {
+
+Error refused(const std::string& what) {
+  return make_error(what, EOPNOTSUPP);
+}
+
+constexpr const char* kFullKernel =
+    "a kernel that has it (./scripts/vm-run runs Debian's >= 7.1 kernel, which has everything)";
+
+// Host limits and slow-host faults need cgroups with the controllers they write.
+Result<void> check_cgroups(const LabModel& m, Capabilities& caps) {
+  bool cpu = false, memory = false;
+  for (const Node& n : m.topo.nodes) {
+    cpu |= n.limits.cpu.has_value();
+    memory |= n.limits.memory_bytes.has_value();
+  }
+  bool slowed = false;
+  for (const FaultEvent& f : m.scenario.faults) slowed |= f.slow_cpu.has_value();
+  for (auto [needed, controller, what] : {std::tuple{cpu, "cpu", "hosts: cpu limits"},
+                                          {memory, "memory", "hosts: memory limits"},
+                                          {slowed, "cpu", "faults: slow hosts"}}) {
+    if (!needed) continue;
+    const Capability& c = caps.cgroup(controller);
+    if (c.no())
+      return refused(std::string(what) + " need cgroups with the " + controller +
+                     " controller: " + c.detail);
+  }
+  return ok();
+}
+
+Result<void> check_congestion(const Scenario& s, Capabilities& caps) {
+  const std::string& cc = s.hosts.tcp_congestion;
+  if (cc.empty()) return ok();
+  const auto& allowed = caps.congestion_controls();
+  if (!allowed || std::find(allowed->begin(), allowed->end(), cc) != allowed->end()) return ok();
+  std::string list;
+  for (const auto& a : *allowed) list += (list.empty() ? "" : " ") + a;
+  // A namespace may only pick what the machine's administrator allowed.
+  return refused("hosts.tcp_congestion: '" + cc +
+                 "' is not allowed in network namespaces on this machine (allowed: " + list +
+                 "; the administrator adds one with sysctl "
+                 "net.ipv4.tcp_allowed_congestion_control)");
+}
+
+// fq, else htb holding the rate under the policer, else the policer alone; delay and jitter
+// need fq unless the user accepts going without.
+Result<void> choose_shaping(const LabModel& m, Capabilities& caps, const ChoiceOptions& options,
+                            PlanOptions& out) {
+  const Capability& fq = caps.fq();
+  // Unknown (no root: a dry run) plans fq, the mode of a full kernel.
+  out.fq = !fq.no();
+  if (!out.fq) {
+    out.no_fq_reason = "sch_fq: " + fq.detail;
+    out.htb = caps.htb().yes();
+  }
+  auto need = needs_fq(m);
+  if (!out.fq && !need.empty() && !options.accept_degraded) {
+    std::string msg = "links: " + need.front();
+    if (need.size() > 1) msg += " (and " + std::to_string(need.size() - 1) + " more directions)";
+    return refused(msg + " needs the fq qdisc to add delay and jitter, and this kernel has none (" +
+                   out.no_fq_reason +
+                   "). Use a kernel with sch_fq (./scripts/vm-run runs one), or pass "
+                   "--accept-degraded to build the lab with rate, loss, queue and ECN only");
+  }
+  bool shaped = false;
+  for (const Link& l : m.topo.links) shaped |= !l.a_to_b.empty() || !l.b_to_a.empty();
+  if (shaped) {
+    const LinkModelCapability& lm = caps.link_model();
+    if (lm.load.no())
+      return refused("links: the link model cannot be loaded on this kernel: " + lm.load.detail);
+    if (lm.load.yes() && lm.tcx.no() && lm.clsact.no())
+      return refused("links: the link model cannot be attached to a port (tcx: " + lm.tcx.detail +
+                     "; clsact: " + lm.clsact.detail + ")");
+  }
+  return ok();
+}
+
+// rxe on the hosts or not, and why; `on` without rxe is refused.
+Result<void> choose_rdma(const Scenario& s, Capabilities& caps, RdmaChoice& out) {
+  if (s.rdma == RdmaMode::Off) {
+    out = {false, "rdma.enabled: off"};
+    return ok();
+  }
+  const Capability& rxe = caps.rxe();
+  if (rxe.yes()) {
+    out = {true, ""};
+    return ok();
+  }
+  if (rxe.status == ProbeStatus::Unknown) {  // not probed (a dry run without root)
+    out = {s.rdma == RdmaMode::On, rxe.detail};
+    return ok();
+  }
+  if (s.rdma == RdmaMode::On)
+    return refused(
+        "rdma.enabled: on, but soft-RoCE cannot work between this kernel's namespaces: " +
+        rxe.detail +
+        ". Use rdma: {enabled: auto} (or off), or a kernel >= 7.1 with rdma_rxe "
+        "(./scripts/vm-run runs one)");
+  out = {false, rxe.detail};
+  return ok();
+}
+
+// The OVS datapath: the kernel's unless the scenario says userspace or the module is missing.
+Result<void> choose_ovs(const Scenario& s, Capabilities& caps, OvsChoice& out) {
+  if (s.fabric.switch_kind != SwitchKind::Ovs) return ok();
+  if (const Capability& tools = caps.ovs_userspace(); tools.no())
+    return refused("fabric.switch: ovs: " + tools.detail);
+  if (s.fabric.ovs_datapath == OvsDatapath::Userspace) {
+    out = {false, "fabric.ovs_datapath: userspace"};
+    return ok();
+  }
+  const Capability& kernel = caps.ovs_kernel();
+  if (kernel.yes()) {
+    out = {true, ""};
+    return ok();
+  }
+  if (s.fabric.ovs_datapath == OvsDatapath::Kernel)
+    return refused("fabric.ovs_datapath: kernel, but " + kernel.detail +
+                   ". Use ovs_datapath: auto (or userspace), or a kernel with the openvswitch "
+                   "module (./scripts/vm-run runs one)");
+  out = {false, kernel.detail};
+  return ok();
+}
+
+}  // namespace
+
+Result<PlanOptions> choose_plan_options(const LabModel& m, Capabilities& caps,
+                                        const ChoiceOptions& options) {
+  const Scenario& s = m.scenario;
+  if (s.fabric.switch_kind == SwitchKind::Bridge)
+    return refused(
+        "fabric.switch: 'bridge' is not implemented in this version; valid: router, ovs");
+  PlanOptions out;
+  out.rps_mask = options.rps_mask;
+  FABEMU_TRY(choose_ovs(s, caps, out.ovs));
+  FABEMU_TRY(check_cgroups(m, caps));
+  FABEMU_TRY(check_congestion(s, caps));
+  FABEMU_TRY(choose_shaping(m, caps, options, out));
+  FABEMU_TRY(choose_rdma(s, caps, out.rdma));
+  return out;
+}
+
+std::vector<FeatureProbe> capability_rows(Capabilities& caps) {
+  auto row = [](const char* id, const Capability& c) {
+    return FeatureProbe{id, {}, c.status, c.detail, {}};
+  };
+  const LinkModelCapability& lm = caps.link_model();
+  std::vector<FeatureProbe> rows = {row("bpf", lm.load),
+                                    row("clsact", lm.clsact),
+                                    row("tcx", lm.tcx),
+                                    row("sch_fq", caps.fq()),
+                                    row("sch_htb", caps.htb()),
+                                    row("ovs_kernel", caps.ovs_kernel()),
+                                    row("ovs_userspace", caps.ovs_userspace()),
+                                    row("rxe", caps.rxe()),
+                                    row("cgroup_cpu", caps.cgroup("cpu")),
+                                    row("cgroup_memory", caps.cgroup("memory"))};
+  const auto& cc = caps.congestion_controls();
+  std::string list;
+  if (cc)
+    for (const auto& a : *cc) list += (list.empty() ? "" : " ") + a;
+  rows.push_back({"tcp_congestion",
+                  {},
+                  cc ? ProbeStatus::Yes : ProbeStatus::Unknown,
+                  cc ? "hosts.tcp_congestion may be one of: " + list
+                     : "net.ipv4.tcp_allowed_congestion_control is unreadable",
+                  {}});
+  return rows;
+}
+
+}  // namespace fabemu

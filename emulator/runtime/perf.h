@@ -1,0 +1,46 @@
+// `fabemu perf`: a perftest (ib_*_bw/lat) or ucx_perftest pair between two hosts of a lab, the
+// server started first and the client run against the server's fabric address once it listens.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+#include "util/process.h"
+#include "util/result.h"
+
+namespace fabemu {
+
+struct PerfRequest {
+  std::string server, client;        // host names
+  std::string tool = "ib_write_bw";  // ib_{write,read,send}_bw, ib_{write,send}_lat, ucx_perftest
+  int timeout_s = 60;
+  std::vector<std::string> extra;  // passed on to the tool
+};
+
+// Whether `tool` is one `perf` runs (checked before anything else).
+bool is_perf_tool(const std::string& tool);
+
+// The run, checked against the lab: both hosts exist and differ, perftest has rxe devices, the
+// tool is installed. Errors: EINVAL for a request the lab cannot serve, ENOENT for a tool that
+// is not installed.
+struct PerfSetup {
+  PerfRequest request;
+  ProcessSpec server, client;
+  std::string server_netns;  // where the server's listening socket appears
+  int port = 0;
+  std::string server_address, client_address;
+  std::string over;  // "fabemu-demo-h1 / fabemu-demo-h2", "TCP (UCX_TLS=tcp; ...)"
+};
+Result<PerfSetup> plan_perf(const LabModel& model, const LabPaths& paths, const PerfRequest& r);
+
+struct PerfOutcome {
+  bool ok = false;
+  std::string failure;        // "the client on h2 failed (exit status 1)"
+  std::string server_output;  // what the server said, for a failure's explanation
+};
+
+// Runs the pair: the client's output goes to ours, the server's is kept.
+Result<PerfOutcome> run_perf(PerfSetup setup);
+
+}  // namespace fabemu
