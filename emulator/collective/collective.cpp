@@ -1,48 +1,9 @@
-// Collective names, buffer layouts and bus-bandwidth factors.
+// Buffer layouts of each collective.
 #include "collective/collective.h"
 
 #include <algorithm>
 
 namespace fabemu::collective {
-
-std::string_view name_of(Collective c) {
-  switch (c) {
-    case Collective::AllReduce:
-      return "allreduce";
-    case Collective::AllGather:
-      return "allgather";
-    case Collective::ReduceScatter:
-      return "reducescatter";
-    case Collective::AllToAll:
-      return "alltoall";
-    case Collective::Broadcast:
-      return "broadcast";
-  }
-  return "?";
-}
-
-Result<Collective> parse_collective(std::string_view name) {
-  for (Collective c : kAllCollectives) {
-    if (name == name_of(c)) return c;
-  }
-  return make_error("unknown collective '" + std::string(name) +
-                    "'; valid: allreduce, allgather, reducescatter, alltoall, broadcast");
-}
-
-Result<std::vector<Collective>> parse_collective_list(std::string_view text) {
-  std::vector<Collective> out;
-  size_t start = 0;
-  while (true) {
-    size_t comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma - start);
-    auto c = parse_collective(item);
-    if (!c) return c.error();
-    if (std::find(out.begin(), out.end(), *c) == out.end()) out.push_back(*c);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 Layout layout_of(Collective c, uint64_t requested_bytes, int ranks) {
   const uint64_t n = static_cast<uint64_t>(std::max(ranks, 1));
@@ -67,21 +28,6 @@ Layout layout_of(Collective c, uint64_t requested_bytes, int ranks) {
       break;
   }
   return l;
-}
-
-double bus_factor(Collective c, int ranks) {
-  const double n = std::max(ranks, 1);
-  switch (c) {
-    case Collective::AllReduce:
-      return 2.0 * (n - 1) / n;
-    case Collective::AllGather:
-    case Collective::ReduceScatter:
-    case Collective::AllToAll:
-      return (n - 1) / n;
-    case Collective::Broadcast:
-      return 1.0;
-  }
-  return 1.0;
 }
 
 }  // namespace fabemu::collective

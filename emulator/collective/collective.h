@@ -1,5 +1,5 @@
-// The collectives the benchmark runs, how big their buffers are for a requested size, and the
-// bus-bandwidth factor that turns their algorithm bandwidth into nccl-tests' busbw.
+// How big the benchmark's buffers are for a requested size, collective by collective (the
+// collectives themselves, names and bus factors, are util/collectives.h's).
 #pragma once
 
 #include <cstdint>
@@ -7,21 +7,10 @@
 #include <string_view>
 #include <vector>
 
+#include "util/collectives.h"
 #include "util/result.h"
 
 namespace fabemu::collective {
-
-enum class Collective { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast };
-
-constexpr Collective kAllCollectives[] = {Collective::AllReduce, Collective::AllGather,
-                                          Collective::ReduceScatter, Collective::AllToAll,
-                                          Collective::Broadcast};
-
-// "allreduce", "allgather", "reducescatter", "alltoall", "broadcast".
-std::string_view name_of(Collective c);
-Result<Collective> parse_collective(std::string_view name);
-// A comma list ("allreduce,alltoall"), in the given order, without repeats.
-Result<std::vector<Collective>> parse_collective_list(std::string_view text);
 
 // The rank that broadcasts; the other collectives have none (nccl-tests prints -1).
 constexpr int kBroadcastRoot = 0;
@@ -49,11 +38,6 @@ struct Layout {
 };
 
 Layout layout_of(Collective c, uint64_t requested_bytes, int ranks);
-
-// busbw = algbw * factor (nccl-tests' PERFORMANCE.md): allreduce 2(n-1)/n; allgather,
-// reducescatter, alltoall (n-1)/n; broadcast 1. What each rank's busiest link must carry
-// relative to `size`, so it compares across rank counts.
-double bus_factor(Collective c, int ranks);
 
 // GB/s (10^9 bytes) for `bytes` moved in `seconds`.
 inline double gb_per_s(uint64_t bytes, double seconds) {

@@ -112,8 +112,7 @@ Result<Options> parse_options(int argc, const char* const* argv, std::string* he
   auto* transport_opt = app.add_option("--transport", transport, "Gloo transport: tcp or ibverbs")
                             ->capture_default_str();
   app.add_option("--collective", collectives,
-                 "allreduce, allgather, reducescatter, alltoall, broadcast; a comma list runs "
-                 "several")
+                 std::string(collective_names()) + "; a comma list runs several")
       ->capture_default_str();
   app.add_option("--sizes", sizes,
                  "Comma list of sizes in bytes; K, M, G are powers of 1024 (1M = 1048576), as "

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <map>
 
+#include "util/collectives.h"
 #include "util/json.h"
 
 namespace fabemu {
@@ -80,70 +81,78 @@ std::string key_name(const Topology& t, int key) {
   return t.nodes[from.node].name + ">" + t.nodes[l.peer(from.node).node].name;
 }
 
+// Gloo's reduce-scatter: recursive halving where the world is a power of two.
+void reduce_scatter(CollectivePattern& p, int n) {
+  const double dn = n;
+  if (n & (n - 1)) {
+    // Gloo splits other world sizes into power-of-two blocks; the ring moves the same
+    // bytes per rank, which is what bounds a bandwidth-limited run.
+    p.algorithm = "halving_doubling (modelled as ring)";
+    ring(p, n, n - 1, 1 / dn);
+  } else {
+    // Recursive halving: partner r XOR 2^i gets S/2^(i+1); then each reduced S/n block goes
+    // to its owner, bitrev(r) (the halving leaves them in bit-reversed order).
+    p.algorithm = "halving_doubling";
+    int bits = 0;
+    while ((1 << bits) < n) ++bits;
+    for (int i = 0; i < bits; ++i) {
+      Phase ph;
+      for (int r = 0; r < n; ++r) ph.flows.push_back({r, r ^ (1 << i), 1.0 / (2 << i)});
+      p.phases.push_back(std::move(ph));
+    }
+    Phase dist;
+    for (int r = 0; r < n; ++r) {
+      int rev = 0;
+      for (int b = 0; b < bits; ++b)
+        if (r & (1 << b)) rev |= 1 << (bits - 1 - b);
+      if (rev != r) dist.flows.push_back({r, rev, 1 / dn});
+    }
+    if (!dist.flows.empty()) p.phases.push_back(std::move(dist));
+  }
+}
+
 }  // namespace
 
-Result<CollectivePattern> collective_pattern(std::string_view collective, int n) {
+Result<CollectivePattern> collective_pattern(std::string_view name, int n) {
   if (n < 1) return make_error("a collective needs at least one rank", EINVAL);
+  auto collective = parse_collective(name);
+  if (!collective) return collective.error();
   CollectivePattern p;
-  p.collective = collective;
+  p.collective = name;
+  p.bus_factor = bus_factor(*collective, n);
   const double dn = n;
-  if (collective == "allreduce") {
-    // Gloo's ring_chunked: reduce-scatter then allgather around the ring; per rank 2(n-1)/n of
-    // S to its right neighbour (in 2n chunks, two in flight).
-    p.algorithm = "ring_chunked";
-    p.bus_factor = 2 * (dn - 1) / dn;
-    ring(p, n, 2 * (n - 1), 1 / dn);
-  } else if (collective == "allgather") {
-    p.algorithm = "ring";
-    p.bus_factor = (dn - 1) / dn;
-    ring(p, n, n - 1, 1 / dn);
-  } else if (collective == "reducescatter") {
-    p.bus_factor = (dn - 1) / dn;
-    if (n & (n - 1)) {
-      // Gloo splits other world sizes into power-of-two blocks; the ring moves the same
-      // bytes per rank, which is what bounds a bandwidth-limited run.
-      p.algorithm = "halving_doubling (modelled as ring)";
+  switch (*collective) {
+    case Collective::AllReduce:
+      // Gloo's ring_chunked: reduce-scatter then allgather around the ring; per rank 2(n-1)/n
+      // of S to its right neighbour (in 2n chunks, two in flight).
+      p.algorithm = "ring_chunked";
+      ring(p, n, 2 * (n - 1), 1 / dn);
+      break;
+    case Collective::AllGather:
+      p.algorithm = "ring";
       ring(p, n, n - 1, 1 / dn);
-    } else {
-      // Recursive halving: partner r XOR 2^i gets S/2^(i+1); then each reduced S/n block goes
-      // to its owner, bitrev(r) (the halving leaves them in bit-reversed order).
-      p.algorithm = "halving_doubling";
-      int bits = 0;
-      while ((1 << bits) < n) ++bits;
-      for (int i = 0; i < bits; ++i) {
-        Phase ph;
-        for (int r = 0; r < n; ++r) ph.flows.push_back({r, r ^ (1 << i), 1.0 / (2 << i)});
-        p.phases.push_back(std::move(ph));
-      }
-      Phase dist;
-      for (int r = 0; r < n; ++r) {
-        int rev = 0;
-        for (int b = 0; b < bits; ++b)
-          if (r & (1 << b)) rev |= 1 << (bits - 1 - b);
-        if (rev != r) dist.flows.push_back({r, rev, 1 / dn});
-      }
-      if (!dist.flows.empty()) p.phases.push_back(std::move(dist));
+      break;
+    case Collective::ReduceScatter:
+      reduce_scatter(p, n);
+      break;
+    case Collective::AllToAll: {
+      // Every rank sends S/n to every other rank, all at once.
+      p.algorithm = "pairwise";
+      Phase ph;
+      for (int r = 0; r < n; ++r)
+        for (int d = 0; d < n; ++d)
+          if (d != r) ph.flows.push_back({r, d, 1 / dn});
+      if (!ph.flows.empty()) p.phases.push_back(std::move(ph));
+      break;
     }
-  } else if (collective == "alltoall") {
-    // Every rank sends S/n to every other rank, all at once.
-    p.algorithm = "pairwise";
-    p.bus_factor = (dn - 1) / dn;
-    Phase ph;
-    for (int r = 0; r < n; ++r)
-      for (int d = 0; d < n; ++d)
-        if (d != r) ph.flows.push_back({r, d, 1 / dn});
-    if (!ph.flows.empty()) p.phases.push_back(std::move(ph));
-  } else if (collective == "broadcast") {
-    // The root sends the whole buffer to every other rank itself.
-    p.algorithm = "one_to_all";
-    p.bus_factor = 1;
-    Phase ph;
-    for (int d = 1; d < n; ++d) ph.flows.push_back({0, d, 1});
-    if (!ph.flows.empty()) p.phases.push_back(std::move(ph));
-  } else {
-    return make_error("no such collective: " + std::string(collective) +
-                          " (allreduce, allgather, reducescatter, alltoall, broadcast)",
-                      EINVAL);
+    case Collective::Broadcast: {
+      // The root sends the whole buffer to every other rank itself.
+      p.algorithm = "one_to_all";
+      Phase ph;
+      for (int d = 1; d < n; ++d) ph.flows.push_back({0, d, 1});
+      if (!ph.flows.empty()) p.phases.push_back(std::move(ph));
+      break;
+    }
   }
   return p;
 }
@@ -237,7 +246,8 @@ std::string predictions_json(const Topology& t, const AddressPlan& a,
   JsonWriter j;
   j.begin_object();
   const int n = t.host_count();
-  for (const char* c : {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"}) {
+  for (Collective collective : kAllCollectives) {
+    const std::string_view c = name_of(collective);
     auto p = collective_pattern(c, n);
     if (!p) continue;
     auto pr = predict(t, a, routes, *p, wire_cost(transport, mtu));

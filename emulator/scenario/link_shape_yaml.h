@@ -8,13 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "scenario/link_shape_text.h"
 #include "scenario/scenario.h"
 #include "scenario/yaml_field.h"
 
 namespace fabemu::detail {
-
-inline constexpr std::string_view kLinkShapeKeys[] = {
-    "rate", "delay", "jitter", "reorder", "loss", "loss_burst", "queue", "ecn_threshold", "down"};
 
 // The link-shape keys followed by `extra`, for maps that hold a shape and more ("link: a:b").
 std::vector<std::string_view> link_shape_keys_and(std::initializer_list<std::string_view> extra);

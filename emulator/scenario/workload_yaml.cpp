@@ -7,6 +7,7 @@
 
 #include "scenario/link_shape_yaml.h"
 #include "scenario/loader.h"
+#include "util/collectives.h"
 #include "util/units.h"
 
 namespace fabemu::detail {
@@ -24,9 +25,10 @@ std::optional<uint64_t> read_timeout(const Field& f) {
 CollectiveStep read_collective(const Field& item) {
   item.check_keys({"collective", "library", "transport", "sizes", "iterations", "timeout"});
   CollectiveStep c;
-  // The names stay words: the runner maps them to implementations.
-  c.collective = item.at("collective")
-                     .one_of({"allreduce", "allgather", "reducescatter", "alltoall", "broadcast"});
+  // The name stays a word (the runner passes it on); util/collectives.h says which exist.
+  const Field name = item.at("collective");
+  c.collective = name.str();
+  if (auto known = parse_collective(c.collective); !known) name.fail(known.error().message);
   c.library = "gloo";
   if (auto f = item.find("library")) c.library = f->one_of({"gloo", "mpi", "ucx"});
   c.transport = "auto";

@@ -244,6 +244,10 @@ TEST_F(LinkModelTest, BadLinkCommandsAreRefusedWithTheReason) {
   EXPECT_NE(o.err.find("--rate"), std::string::npos) << o;
   o = link(lab, {"set", "h1:leaf1"});
   EXPECT_EQ(o.status, 2) << o;
+  // The scenario file's rules: a byte queue holds at least one full-size packet.
+  o = link(lab, {"set", "h1:leaf1", "--queue", "100"});
+  EXPECT_EQ(o.status, 2) << o;
+  EXPECT_NE(o.err.find("cannot hold one 1500-byte packet"), std::string::npos) << o;
   o = fabemu({"link", "set", "nolab", "h1:leaf1", "--rate", "1gbit"});
   EXPECT_EQ(o.status, 3) << o;
 }

@@ -1,0 +1,110 @@
+// The rules of each link-shape setting, shared by scenario files and live changes.
+#include "scenario/link_shape_text.h"
+
+#include <string>
+#include <vector>
+
+#include "util/units.h"
+
+namespace fabemu {
+namespace {
+
+bool is_off(std::string_view s) {
+  return s == "off" || s == "unlimited" || s == "none" || s == "0";
+}
+
+Result<bool> parse_bool(std::string_view text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return make_error("'" + std::string(text) + "' is not true or false", EINVAL);
+}
+
+// One queue limit, spelled as a time (how long the queue takes to drain at the link rate, as
+// switch vendors quote buffers) or as bytes; the unit decides which. Only time units end in 's'.
+Result<void> set_queue(LinkShape& shape, std::string_view text, uint32_t mtu) {
+  if (!text.empty() && text.back() == 's') {
+    auto ns = parse_time_ns(text);
+    if (!ns) return ns.error();
+    if (*ns == 0) return make_error("queue must be > 0; e.g. 200us or 64K", EINVAL);
+    shape.queue_ns = *ns;
+    return ok();
+  }
+  auto bytes = parse_size_bytes(text);
+  if (!bytes)
+    return make_error(bytes.error().message + " (a queue is a time like 200us or a size like 64K)",
+                      EINVAL);
+  if (*bytes < mtu)
+    return make_error("queue of " + std::to_string(*bytes) + " bytes cannot hold one " +
+                          std::to_string(mtu) + "-byte packet (fabric.mtu); valid: >= " +
+                          std::to_string(mtu) + " bytes, or a time like 200us",
+                      EINVAL);
+  shape.queue_bytes = *bytes;
+  return ok();
+}
+
+Result<BurstLoss> parse_burst(std::string_view text) {
+  std::vector<std::string_view> parts;
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    parts.push_back(text.substr(start, comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 4)
+    return make_error("'" + std::string(text) + "' is not p,r[,loss_bad[,loss_good]], e.g. 1%,25%",
+                      EINVAL);
+  double v[4] = {0, 1, 1, 0};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto p = parse_loss(parts[i]);
+    if (!p) return p.error();
+    v[i] = *p;
+  }
+  return make_burst_loss(v[0], v[1], v[2], v[3]);
+}
+
+template <typename T>
+Result<void> assign(std::optional<T>& field, Result<T> value) {
+  if (!value) return value.error();
+  field = *value;
+  return ok();
+}
+
+}  // namespace
+
+Result<BurstLoss> make_burst_loss(double p, double r, double loss_bad, double loss_good) {
+  if (r == 0)
+    return make_error("r is 0: the bad state would never end; valid: 0 < r <= 100%", EINVAL);
+  return BurstLoss{p, r, loss_bad, loss_good};
+}
+
+Result<void> set_link_shape_field(LinkShape& s, std::string_view key, std::string_view text,
+                                  uint32_t mtu, ShapeSyntax syntax) {
+  const bool off = syntax == ShapeSyntax::Change && is_off(text);
+  if (key == "rate") {
+    if (off) return assign(s.rate_bps, Result<uint64_t>(uint64_t{0}));
+    return assign(s.rate_bps, parse_rate(text));
+  }
+  if (key == "delay" || key == "jitter" || key == "ecn_threshold") {
+    auto& field = key == "delay" ? s.delay_ns : key == "jitter" ? s.jitter_ns : s.ecn_threshold_ns;
+    if (off) return assign(field, Result<uint64_t>(uint64_t{0}));
+    return assign(field, parse_time_ns(text));
+  }
+  if (key == "loss") {
+    if (off) return assign(s.loss, Result<double>(0.0));
+    return assign(s.loss, parse_loss(text));
+  }
+  if (key == "loss_burst") return assign(s.loss_burst, parse_burst(text));
+  if (key == "queue") {
+    if (off) {
+      s.queue_ns = 0;  // back to the default queue of a rate-limited link
+      s.queue_bytes = 0;
+      return ok();
+    }
+    return set_queue(s, text, mtu);
+  }
+  if (key == "reorder") return assign(s.reorder, parse_bool(text));
+  if (key == "down") return assign(s.down, parse_bool(text));
+  return make_error("unknown link-shape setting '" + std::string(key) + "'", EINVAL);
+}
+
+}  // namespace fabemu

@@ -1,0 +1,59 @@
+// One set of rules for link shapes: a scenario file and `link set` accept and refuse the same.
+#include "scenario/link_shape_text.h"
+
+#include <gtest/gtest.h>
+
+#include "fake_lab.h"
+
+namespace fabemu {
+namespace {
+
+// The verdict of the scenario file on `key: text` under links.default.
+bool yaml_accepts(const std::string& key, const std::string& text) {
+  auto s = load_scenario_string(
+      "name: x\ntopology: {kind: leaf-spine, leaves: 1, spines: 1, "
+      "hosts_per_leaf: 1}\nlinks: {default: {" +
+          key + ": \"" + text + "\"}}\n",
+      "t.yaml");
+  return s.ok();
+}
+
+bool change_accepts(const std::string& key, const std::string& text) {
+  LinkShape s;
+  return set_link_shape_field(s, key, text, 1500, ShapeSyntax::Change).ok();
+}
+
+TEST(LinkShapeText, ScenarioFilesAndLiveChangesAgreeOnEveryValue) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"rate", "25gbit"},      {"rate", "fast"},          {"rate", "1.5gbit"},
+      {"delay", "2us"},        {"delay", "20"},           {"jitter", "1ms"},
+      {"loss", "0.5%"},        {"loss", "150%"},          {"queue", "200us"},
+      {"queue", "64K"},        {"queue", "100"},          {"queue", "0s"},
+      {"queue", "9000"},       {"ecn_threshold", "40us"}, {"loss_burst", "1%,25%"},
+      {"loss_burst", "1%,0%"}, {"loss_burst", "1%"}};
+  for (const auto& [key, text] : cases) {
+    if (std::string(key) == "loss_burst") continue;  // a mapping in YAML, checked below
+    EXPECT_EQ(yaml_accepts(key, text), change_accepts(key, text)) << key << ": " << text;
+  }
+  EXPECT_FALSE(change_accepts("queue", "100"));  // the inconsistency this module removed
+  EXPECT_TRUE(change_accepts("loss_burst", "1%,25%"));
+  EXPECT_FALSE(change_accepts("loss_burst", "1%,0%"));  // r = 0: as the YAML mapping refuses
+  EXPECT_FALSE(change_accepts("loss_burst", "1%"));
+}
+
+TEST(LinkShapeText, OnlyALiveChangeTurnsASettingOff) {
+  LinkShape s;
+  ASSERT_TRUE(set_link_shape_field(s, "rate", "off", 1500, ShapeSyntax::Change));
+  EXPECT_EQ(s.rate_bps, 0u);
+  ASSERT_TRUE(set_link_shape_field(s, "queue", "off", 1500, ShapeSyntax::Change));
+  EXPECT_EQ(s.queue_ns, 0u);
+  EXPECT_EQ(s.queue_bytes, 0u);
+  EXPECT_FALSE(set_link_shape_field(s, "rate", "off", 1500, ShapeSyntax::Scenario));
+  EXPECT_FALSE(yaml_accepts("rate", "off"));
+  auto r = set_link_shape_field(s, "queue", "100", 4200, ShapeSyntax::Change);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("one 4200-byte packet"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fabemu
