@@ -88,45 +88,31 @@ std::string verdict_line(const std::vector<SizeResult>& results) {
 
 std::string json_result(const RunInfo& run, const SizeResult& r) {
   const Layout& l = r.layout;
-  JsonWriter w;
-  w.begin_object()
-      .field("type", "result")
-      .field("collective", name_of(l.collective))
-      .field("library", run.library)
-      .field("transport", run.transport)
-      .field("algorithm", r.algorithm)
-      .field("ranks", run.ranks)
-      .field("size", l.size)
-      .field("count", l.count)
-      .field("dtype", "float")
-      .field("redop", redop_of(l))
-      .field("root", l.root())
-      .field("iterations", r.iterations)
-      .field("warmup", r.warmup)
-      .field("time_us", r.time_us)
-      .field("algbw_gbps", r.algbw)
-      .field("busbw_gbps", r.busbw)
-      .field("bus_factor", bus_factor(l.collective, l.ranks))
-      .field("wrong", r.wrong);
-  w.key("rank_time_us").begin_array();
-  for (double t : r.rank_time_us) w.value(t);
-  w.end_array();
-  w.key("rank_wrong").begin_array();
-  for (uint64_t n : r.rank_wrong) w.value(n);
-  w.end_array();
-  auto optional = [&w](std::string_view key, std::optional<double> v) {
-    w.key(key);
-    if (v) {
-      w.value(*v);
-    } else {
-      w.null();
-    }
-  };
-  optional("pred_time_us", r.pred_time_us);
-  optional("pred_busbw_gbps", r.pred_busbw);
-  optional("ratio", r.ratio());
-  w.end_object();
-  return w.str() + "\n";
+  auto optional = [](std::optional<double> v) { return v ? Json(*v) : Json(nullptr); };
+  Json j = {{"type", "result"},
+            {"collective", name_of(l.collective)},
+            {"library", run.library},
+            {"transport", run.transport},
+            {"algorithm", r.algorithm},
+            {"ranks", run.ranks},
+            {"size", l.size},
+            {"count", l.count},
+            {"dtype", "float"},
+            {"redop", redop_of(l)},
+            {"root", l.root()},
+            {"iterations", r.iterations},
+            {"warmup", r.warmup},
+            {"time_us", r.time_us},
+            {"algbw_gbps", r.algbw},
+            {"busbw_gbps", r.busbw},
+            {"bus_factor", bus_factor(l.collective, l.ranks)},
+            {"wrong", r.wrong},
+            {"rank_time_us", r.rank_time_us},
+            {"rank_wrong", r.rank_wrong},
+            {"pred_time_us", optional(r.pred_time_us)},
+            {"pred_busbw_gbps", optional(r.pred_busbw)},
+            {"ratio", optional(r.ratio())}};
+  return json_text(j) + "\n";
 }
 
 std::string json_summary(const RunInfo& run, const std::vector<SizeResult>& results) {
@@ -138,20 +124,12 @@ std::string json_summary(const RunInfo& run, const std::vector<SizeResult>& resu
       seen.push_back(r.layout.collective);
     }
   }
-  JsonWriter w;
-  w.begin_object()
-      .field("type", "summary")
-      .field("library", run.library)
-      .field("transport", run.transport)
-      .field("ranks", run.ranks)
-      .field("results", static_cast<uint64_t>(results.size()))
-      .field("wrong", wrong)
-      .field("ok", wrong == 0);
-  w.key("avg_busbw_gbps").begin_object();
-  for (Collective c : seen) w.field(name_of(c), average_busbw(results, c));
-  w.end_object();
-  w.end_object();
-  return w.str() + "\n";
+  Json avg = Json::object();
+  for (Collective c : seen) avg[std::string(name_of(c))] = average_busbw(results, c);
+  Json j = {{"type", "summary"},  {"library", run.library},    {"transport", run.transport},
+            {"ranks", run.ranks}, {"results", results.size()}, {"wrong", wrong},
+            {"ok", wrong == 0},   {"avg_busbw_gbps", avg}};
+  return json_text(j) + "\n";
 }
 
 }  // namespace fabemu::collective

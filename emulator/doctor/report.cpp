@@ -46,17 +46,15 @@ std::string format_doctor_table(const KernelInfo& kernel, const std::vector<Feat
 }
 
 std::string doctor_json(const KernelInfo& kernel, const std::vector<FeatureProbe>& probes) {
-  JsonWriter j;
-  j.begin_object().key("kernel").begin_object();
-  j.field("release", kernel.release).field("root", kernel.root).end_object();
-  j.key("features").begin_array();
-  for (const FeatureProbe& p : probes) {
-    j.begin_object().field("id", p.id).field("name", p.name);
-    j.field("status", to_string(p.status)).field("detail", p.detail).field("cost", p.cost);
-    j.end_object();
-  }
-  j.end_array().end_object();
-  return j.str();
+  Json features = Json::array();
+  for (const FeatureProbe& p : probes)
+    features.push_back({{"id", p.id},
+                        {"name", p.name},
+                        {"status", to_string(p.status)},
+                        {"detail", p.detail},
+                        {"cost", p.cost}});
+  return json_text(
+      {{"kernel", {{"release", kernel.release}, {"root", kernel.root}}}, {"features", features}});
 }
 
 }  // namespace fabemu

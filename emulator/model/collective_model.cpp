@@ -243,8 +243,7 @@ Result<Prediction> predict(const Topology& t, const AddressPlan& a,
 std::string predictions_json(const Topology& t, const AddressPlan& a,
                              const std::vector<std::vector<Route>>& routes,
                              std::string_view transport, uint32_t mtu) {
-  JsonWriter j;
-  j.begin_object();
+  Json j = Json::object();
   const int n = t.host_count();
   for (Collective collective : kAllCollectives) {
     const std::string_view c = name_of(collective);
@@ -252,16 +251,13 @@ std::string predictions_json(const Topology& t, const AddressPlan& a,
     if (!p) continue;
     auto pr = predict(t, a, routes, *p, wire_cost(transport, mtu));
     if (!pr) continue;
-    j.key(c).begin_object();
-    j.field("algorithm", p->algorithm);
-    j.field("latency_s", pr->latency_s);
-    j.field("seconds_per_byte", pr->seconds_per_byte);
-    j.field("bus_factor", pr->bus_factor);
-    j.field("bottleneck", pr->bottleneck);
-    j.end_object();
+    j[std::string(c)] = {{"algorithm", p->algorithm},
+                         {"latency_s", pr->latency_s},
+                         {"seconds_per_byte", pr->seconds_per_byte},
+                         {"bus_factor", pr->bus_factor},
+                         {"bottleneck", pr->bottleneck}};
   }
-  j.end_object();
-  return j.str();
+  return json_text(j);
 }
 
 }  // namespace fabemu

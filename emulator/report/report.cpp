@@ -1,8 +1,6 @@
 // Run report data: the benchmark's results read back, expectations checked, JSON lines.
 #include "report/report.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -16,21 +14,21 @@ std::vector<SizeResult> read_benchmark_results(const std::string& text) {
   std::vector<SizeResult> out;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
-    if (line.find("\"type\":\"result\"") == std::string::npos) continue;
+    // A line cut short by a killed rank does not parse: the step's verdict says what happened.
+    const Json n = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!n.is_object() || n.value("type", "") != "result") continue;
     try {
-      // JSON is YAML's flow style: yaml-cpp reads these lines as they are.
-      const YAML::Node n = YAML::Load(line);
       SizeResult r;
-      r.size = n["size"].as<uint64_t>();
-      r.time_us = n["time_us"].as<double>();
-      r.busbw_gbps = n["busbw_gbps"].as<double>();
-      r.wrong = n["wrong"].as<uint64_t>();
-      if (n["pred_busbw_gbps"] && !n["pred_busbw_gbps"].IsNull())
-        r.pred_busbw_gbps = n["pred_busbw_gbps"].as<double>();
-      for (const auto& t : n["rank_time_us"]) r.rank_time_us.push_back(t.as<double>());
+      r.size = n.at("size").get<uint64_t>();
+      r.time_us = n.at("time_us").get<double>();
+      r.busbw_gbps = n.at("busbw_gbps").get<double>();
+      r.wrong = n.at("wrong").get<uint64_t>();
+      if (n.contains("pred_busbw_gbps") && n["pred_busbw_gbps"].is_number())
+        r.pred_busbw_gbps = n["pred_busbw_gbps"].get<double>();
+      if (n.contains("rank_time_us")) r.rank_time_us = n["rank_time_us"].get<std::vector<double>>();
       out.push_back(std::move(r));
-    } catch (const YAML::Exception&) {
-      // A line cut short by a killed rank: the step's verdict says what happened.
+    } catch (const Json::exception&) {
+      // A result line without its fields is not one this version wrote: skipped.
     }
   }
   return out;
@@ -115,79 +113,64 @@ std::vector<ExpectResult> check_expectations(const Expectations& e, const RunRep
 std::string report_json_lines(const LabModel& m, const RunReport& r) {
   const Topology& t = m.topo;
   std::string out;
-  auto line = [&](JsonWriter& w) { out += w.str() + "\n"; };
-  {
-    JsonWriter w;
-    w.begin_object().field("type", "run").field("lab", r.lab).field("scenario", r.scenario_file);
-    w.field("seed", r.seed).field("hosts", t.host_count());
-    w.field("switches", static_cast<int>(t.switches().size()));
-    w.field("links", static_cast<int>(t.links.size()));
-    w.field("reachable_pairs", r.reachable).field("pairs", r.pairs).end_object();
-    line(w);
-  }
+  auto line = [&](const Json& j) { out += json_text(j) + "\n"; };
+  auto or_null = [](bool has, double v) { return has ? Json(v) : Json(nullptr); };
+  line({{"type", "run"},
+        {"lab", r.lab},
+        {"scenario", r.scenario_file},
+        {"seed", r.seed},
+        {"hosts", t.host_count()},
+        {"switches", t.switches().size()},
+        {"links", t.links.size()},
+        {"reachable_pairs", r.reachable},
+        {"pairs", r.pairs}});
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const StepReport& s = r.steps[i];
-    JsonWriter w;
-    w.begin_object().field("type", "step").field("index", static_cast<int>(i));
-    w.field("title", s.title).field("ok", s.ok).field("failure", s.failure);
-    w.field("start_s", s.start_s).field("seconds", s.seconds).end_object();
-    line(w);
-    for (const SizeResult& res : s.results) {
-      JsonWriter v;
-      v.begin_object().field("type", "result").field("step", static_cast<int>(i));
-      v.field("collective", s.collective).field("size", res.size).field("time_us", res.time_us);
-      v.field("busbw_gbps", res.busbw_gbps).field("wrong", res.wrong);
-      v.key("pred_busbw_gbps");
-      if (res.pred_busbw_gbps >= 0)
-        v.value(res.pred_busbw_gbps);
-      else
-        v.null();
-      v.key("rank_time_us").begin_array();
-      for (double x : res.rank_time_us) v.value(x);
-      v.end_array().end_object();
-      line(v);
-    }
+    line({{"type", "step"},
+          {"index", i},
+          {"title", s.title},
+          {"ok", s.ok},
+          {"failure", s.failure},
+          {"start_s", s.start_s},
+          {"seconds", s.seconds}});
+    for (const SizeResult& res : s.results)
+      line({{"type", "result"},
+            {"step", i},
+            {"collective", s.collective},
+            {"size", res.size},
+            {"time_us", res.time_us},
+            {"busbw_gbps", res.busbw_gbps},
+            {"wrong", res.wrong},
+            {"pred_busbw_gbps", or_null(res.pred_busbw_gbps >= 0, res.pred_busbw_gbps)},
+            {"rank_time_us", res.rank_time_us}});
   }
-  for (const AppliedFault& f : r.faults) {
-    JsonWriter w;
-    w.begin_object().field("type", "fault").field("what", f.step.what);
-    w.field("target", f.step.target).field("due_s", f.due_s);
-    w.key("applied_s");
-    if (f.done)
-      w.value(f.applied_s);
-    else
-      w.null();
-    w.field("done", f.done).field("detail", f.detail).field("error", f.error).end_object();
-    line(w);
-  }
+  for (const AppliedFault& f : r.faults)
+    line({{"type", "fault"},
+          {"what", f.step.what},
+          {"target", f.step.target},
+          {"due_s", f.due_s},
+          {"applied_s", or_null(f.done, f.applied_s)},
+          {"done", f.done},
+          {"detail", f.detail},
+          {"error", f.error}});
   for (const TelemetrySample& s : r.samples) {
-    JsonWriter w;
-    w.begin_object().field("type", "sample").field("t_s", s.t_s).key("directions").begin_array();
+    Json dirs = Json::array();
     for (size_t d = 0; d < s.dirs.size(); ++d) {
       const DirectionSample& x = s.dirs[d];
-      w.begin_object().field("name", direction_name(t, static_cast<int>(d / 2), d % 2 == 1));
-      w.field("bytes", x.bytes).field("packets", x.packets).field("drops", x.drops);
-      w.field("ce_marks", x.ce_marks).field("queue_delay_p99_ns", x.queue_delay_p99_ns);
-      w.field("shaped", x.shaped).end_object();
+      dirs.push_back({{"name", direction_name(t, static_cast<int>(d / 2), d % 2 == 1)},
+                      {"bytes", x.bytes},
+                      {"packets", x.packets},
+                      {"drops", x.drops},
+                      {"ce_marks", x.ce_marks},
+                      {"queue_delay_p99_ns", x.queue_delay_p99_ns},
+                      {"shaped", x.shaped}});
     }
-    w.end_array();
-    if (!s.rxe.empty()) {
-      w.key("rxe").begin_object();
-      for (const auto& [host, counters] : s.rxe) {
-        w.key(host).begin_object();
-        for (const auto& [k, v] : counters) w.field(k, v);
-        w.end_object();
-      }
-      w.end_object();
-    }
-    w.end_object();
-    line(w);
+    Json j = {{"type", "sample"}, {"t_s", s.t_s}, {"directions", dirs}};
+    if (!s.rxe.empty()) j["rxe"] = s.rxe;
+    line(j);
   }
-  for (const ExpectResult& e : r.expectations) {
-    JsonWriter w;
-    w.begin_object().field("type", "expect").field("what", e.what).field("ok", e.ok).end_object();
-    line(w);
-  }
+  for (const ExpectResult& e : r.expectations)
+    line({{"type", "expect"}, {"what", e.what}, {"ok", e.ok}});
   return out;
 }
 

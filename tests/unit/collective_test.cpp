@@ -14,6 +14,7 @@
 #include "collective/pattern.h"
 #include "collective/prediction.h"
 #include "collective/report.h"
+#include "util/json.h"
 
 namespace fabemu::collective {
 namespace {
@@ -390,7 +391,8 @@ TEST(CollectivePrediction, BadFilesSayWhereAndWhat) {
       error_of(Predictions::parse("{\"allreduce\": {\"latency_s\": 1,\n  "
                                   "\"seconds_per_byte\" 2}}",
                                   "p.json"));
-  EXPECT_NE(e.find("p.json: line 2, column 22: expected ':'"), std::string::npos) << e;
+  EXPECT_NE(e.find("p.json: line 2, column "), std::string::npos) << e;
+  EXPECT_NE(e.find("expected ':'"), std::string::npos) << e;
   e = error_of(Predictions::parse(R"({"allgather": {"latency_s": 1}})", "p.json"));
   EXPECT_NE(e.find("\"allgather\": missing \"seconds_per_byte\""), std::string::npos) << e;
   e = error_of(
@@ -519,24 +521,34 @@ TEST(CollectiveReport, VerdictAndJson) {
   SizeResult r = sample_result();
   EXPECT_EQ(verdict_line({r}), "# wrong values: 0 OK\n");
   std::string json = json_result(run, r);
-  for (const char* field :
-       {R"("type":"result")", R"("collective":"allreduce")", R"("algorithm":"ring_chunked")",
-        R"("size":1048576)", R"("count":262144)", R"("redop":"sum")", R"("root":-1)",
-        R"("time_us":1000)", R"("busbw_gbps":1.57286)", R"("bus_factor":1.5)", R"("wrong":0)",
-        R"("rank_time_us":[900,1000,950,980])", R"("pred_busbw_gbps":null)", R"("ratio":null)"}) {
-    EXPECT_NE(json.find(field), std::string::npos) << field << " in " << json;
-  }
+  const Json j = Json::parse(json);
+  EXPECT_EQ(j["type"], "result");
+  EXPECT_EQ(j["collective"], "allreduce");
+  EXPECT_EQ(j["algorithm"], "ring_chunked");
+  EXPECT_EQ(j["size"], 1048576);
+  EXPECT_EQ(j["count"], 262144);
+  EXPECT_EQ(j["redop"], "sum");
+  EXPECT_EQ(j["root"], -1);
+  EXPECT_EQ(j["time_us"], 1000.0);
+  EXPECT_NEAR(j["busbw_gbps"].get<double>(), 1.572864, 1e-9);
+  EXPECT_EQ(j["bus_factor"], 1.5);
+  EXPECT_EQ(j["wrong"], 0);
+  EXPECT_EQ(j["rank_time_us"], Json({900.0, 1000.0, 950.0, 980.0}));
+  EXPECT_TRUE(j["pred_busbw_gbps"].is_null());
+  EXPECT_TRUE(j["ratio"].is_null());
+  // Keys in the order nccl-tests prints its columns.
+  EXPECT_EQ(json.rfind(R"({"type":"result","collective":"allreduce",)", 0), 0u) << json;
   EXPECT_EQ(json.back(), '\n');
 
   SizeResult bad = r;
   bad.layout = layout_of(Collective::AllToAll, 4096, 4);
   bad.wrong = 7;
   EXPECT_EQ(verdict_line({r, bad}), "# wrong values: 7 FAILED: alltoall 4096 (7)\n");
-  std::string summary = json_summary(run, {r, bad});
-  EXPECT_NE(summary.find(R"("ok":false)"), std::string::npos) << summary;
-  EXPECT_NE(summary.find(R"("wrong":7)"), std::string::npos) << summary;
-  EXPECT_NE(summary.find(R"("avg_busbw_gbps":{"allreduce":1.57286,"alltoall":)"), std::string::npos)
-      << summary;
+  const Json summary = Json::parse(json_summary(run, {r, bad}));
+  EXPECT_EQ(summary["ok"], false);
+  EXPECT_EQ(summary["wrong"], 7);
+  EXPECT_NEAR(summary["avg_busbw_gbps"]["allreduce"].get<double>(), 1.572864, 1e-9);
+  EXPECT_TRUE(summary["avg_busbw_gbps"].contains("alltoall"));
 }
 
 }  // namespace
