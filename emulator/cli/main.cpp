@@ -20,17 +20,21 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->group("");
 
+  // What `up` and `run` share: the scenario and how the lab is built from it.
+  auto add_build_options = [](CLI::App* cmd, cli::UpArgs& a) {
+    cmd->add_option("scenario", a.scenario, "Scenario YAML file")->required();
+    cmd->add_option("--lab", a.lab, "Lab name (default: the scenario's name)");
+    cmd->add_flag("-q,--quiet", a.quiet, "No progress output");
+    cmd->add_flag("--accept-degraded", a.accept_degraded,
+                  "On a kernel without sch_fq, build anyway: links keep rate, loss and ECN "
+                  "(policer) but get no delay or jitter");
+  };
+
   cli::UpArgs up;
   auto* up_cmd = app.add_subcommand("up", "Build the fabric of a scenario and leave it running");
-  up_cmd->add_option("scenario", up.scenario, "Scenario YAML file")->required();
-  up_cmd->add_option("--lab", up.lab, "Lab name (default: the scenario's name)");
+  add_build_options(up_cmd, up);
   up_cmd->add_flag("--dry-run", up.dry_run, "Print the plan; touch nothing");
-  up_cmd->add_flag("-q,--quiet", up.quiet, "No progress output");
   up_cmd->add_flag("--timings", up.timings, "Print the time each phase took");
-  const char* degraded_help =
-      "On a kernel without sch_fq, build anyway: links keep rate, loss and ECN (policer) but "
-      "get no delay or jitter";
-  up_cmd->add_flag("--accept-degraded", up.accept_degraded, degraded_help);
 
   std::vector<std::string> down_labs;
   bool down_all = false;
@@ -119,14 +123,11 @@ int main(int argc, char** argv) {
       "run",
       "Build the fabric, check it, run the workload while the fault timeline plays, report "
       "(terminal, JSON lines, HTML), check the scenario's expectations, tear down");
-  run_cmd->add_option("scenario", run.scenario, "Scenario YAML file")->required();
-  run_cmd->add_option("--lab", run.lab, "Lab name (default: the scenario's name)");
+  add_build_options(run_cmd, run);
   run_cmd->add_flag("--keep", run_opts.keep, "Leave the lab up afterwards");
   run_cmd->add_option("--report", run_opts.report_dir,
                       "Directory for report.html, report.jsonl and topology.svg (default: "
                       "fabemu-reports/LAB-DATE-TIME)");
-  run_cmd->add_flag("-q,--quiet", run.quiet, "No progress output");
-  run_cmd->add_flag("--accept-degraded", run.accept_degraded, degraded_help);
 
   std::string graph_target, graph_out = "-", graph_format;
   auto* graph_cmd = app.add_subcommand(

@@ -110,15 +110,11 @@ FaultPlayer::~FaultPlayer() {
 
 void FaultPlayer::start(Clock::time_point t0) {
   t0_ = t0;
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
 void FaultPlayer::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
+  thread_.request_stop();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -127,12 +123,13 @@ std::vector<AppliedFault> FaultPlayer::log() const {
   return log_;
 }
 
-void FaultPlayer::run() {
+void FaultPlayer::run(std::stop_token stop) {
   for (size_t i = 0; i < log_.size(); ++i) {
     const auto due = t0_ + std::chrono::nanoseconds(log_[i].step.at_ns);
     {
       std::unique_lock lock(mu_);
-      if (cv_.wait_until(lock, due, [this] { return stopping_; })) return;
+      cv_.wait_until(lock, stop, due, [] { return false; });
+      if (stop.stop_requested()) return;
     }
     auto r = apply(log_[i].step);
     const double at = std::chrono::duration<double>(Clock::now() - t0_).count();

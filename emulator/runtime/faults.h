@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,7 +62,7 @@ class FaultPlayer {
   std::vector<AppliedFault> log() const;  // every step, in time order
 
  private:
-  void run();
+  void run(std::stop_token stop);
   Result<std::string> apply(const FaultStep& s);
   Result<std::string> reroute();
 
@@ -73,9 +74,8 @@ class FaultPlayer {
   std::vector<std::vector<Route>> current_;  // the routes installed now
   std::chrono::steady_clock::time_point t0_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::thread thread_;
+  std::condition_variable_any cv_;  // waits end early when the thread is asked to stop
+  std::jthread thread_;
 };
 
 }  // namespace fabemu

@@ -22,13 +22,14 @@ TelemetrySampler::~TelemetrySampler() {
 
 void TelemetrySampler::start(Clock::time_point t0) {
   t0_ = t0;
-  thread_ = std::thread([this] {
+  thread_ = std::jthread([this](std::stop_token stop) {
     if (auto m = open_link_model(paths_)) maps_.emplace(std::move(*m));
     for (auto next = Clock::now();; next += interval_) {
       TelemetrySample s = take();
       std::unique_lock lock(mu_);
       samples_.push_back(std::move(s));
-      if (cv_.wait_until(lock, next + interval_, [this] { return stopping_; })) break;
+      cv_.wait_until(lock, stop, next + interval_, [] { return false; });
+      if (stop.stop_requested()) break;
     }
     TelemetrySample last = take();
     std::lock_guard lock(mu_);
@@ -37,11 +38,7 @@ void TelemetrySampler::start(Clock::time_point t0) {
 }
 
 void TelemetrySampler::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
+  thread_.request_stop();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,9 +55,8 @@ class TelemetrySampler {
   std::vector<TelemetrySample> samples_;
   std::string error_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::thread thread_;
+  std::condition_variable_any cv_;  // waits end early when the thread is asked to stop
+  std::jthread thread_;
 };
 
 }  // namespace fabemu
