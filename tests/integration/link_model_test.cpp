@@ -324,7 +324,11 @@ TEST_F(LinkModelTest, DoctorAndUpSayTheSameOfThisKernel) {
   auto report = nlohmann::json::parse(doc.out);
   std::map<std::string, std::string> has;
   for (const auto& f : report["features"]) has[f["id"]] = f["status"];
-  TempScenario sc(kShaped);
+  // rdma: auto, so that `up` decides soft-RoCE from what it finds.
+  TempScenario sc(R"(name: agree
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+links: {default: {rate: 100mbit}}
+)");
   LabGuard lab(lab_name("agree"));
   Outcome up = lab.up(sc.path());
   ASSERT_EQ(up.status, 0) << up;
