@@ -98,7 +98,8 @@ def preflight(fabemu):
             print(f"warning: lab {lab} is a running benchmark's: figures will be disturbed")
         else:
             print(f"leftover lab {lab} removed: exit {timed([fabemu, 'down', lab])[1].returncode}")
-    for lab in (p.name for p in RUN_ROOT.glob("[!.]*") if not BENCH_LAB.match(p.name)):
+    others = [p.name for p in RUN_ROOT.glob("[!.]*") if p.is_dir() and not BENCH_LAB.match(p.name)]
+    for lab in others:
         print(f"note: fabemu lab {lab} is up: it shares the kernel and CPUs with this run")
 
 

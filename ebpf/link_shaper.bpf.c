@@ -115,7 +115,12 @@ static __always_inline __u32 fls64(__u64 x) {
 
 static __always_inline __u32 hist_bucket(__u64 wait_ns) {
   __u32 b = fls64(wait_ns >> FABEMU_HIST_SHIFT);
-  return b < FABEMU_HIST_BUCKETS ? b : FABEMU_HIST_BUCKETS - 1;
+  if (b > FABEMU_HIST_BUCKETS - 1) b = FABEMU_HIST_BUCKETS - 1;
+  /* Linux 6.1's verifier loses a bound that the compiler kept on a copy of the register it then
+   * indexes with ("unbounded memory access"): hide the value from the compiler and bound it
+   * again on the register that is used. */
+  asm volatile("" : "+r"(b));
+  return b & (FABEMU_HIST_BUCKETS - 1);
 }
 
 /* User space creates the state and counters of a link with its config; these fallbacks keep a
@@ -155,6 +160,10 @@ int fabemu_shape(struct __sk_buff* skb) {
   __u64 queue_bytes = cfg.queue_bytes < MAX_QUEUE_BYTES ? cfg.queue_bytes : MAX_QUEUE_BYTES;
   /* The byte limit as time at the current rate: a live rate change rescales it. */
   __u64 queue_bytes_ns = rate && queue_bytes ? queue_bytes * NS_PER_SEC_BITS / rate : 0;
+  /* The ECN threshold in bytes (a switch's K), as time at the current rate the same way. */
+  __u64 ecn_bytes = cfg.ecn_threshold_bytes < MAX_QUEUE_BYTES ? cfg.ecn_threshold_bytes
+                                                              : MAX_QUEUE_BYTES;
+  __u64 ecn_bytes_ns = rate && ecn_bytes ? ecn_bytes * NS_PER_SEC_BITS / rate : 0;
   __u64 now = bpf_ktime_get_ns();
 
   enum verdict v = PASS;
@@ -217,7 +226,9 @@ int fabemu_shape(struct __sk_buff* skb) {
       break;
   }
   /* bpf_skb_ecn_set_ce marks ECT packets only and says so; CE packets count as marked. */
-  if (cfg.ecn_threshold_ns && wait > cfg.ecn_threshold_ns && bpf_skb_ecn_set_ce(skb) == 1)
+  if (((cfg.ecn_threshold_ns && wait > cfg.ecn_threshold_ns) ||
+       (ecn_bytes_ns && wait > ecn_bytes_ns)) &&
+      bpf_skb_ecn_set_ce(skb) == 1)
     cnt->ce_marks++;
   /* Without rate, delay and jitter there is nothing to schedule: leave the socket's stamp. */
   if (tstamp && (rate || cfg.delay_ns || cfg.jitter_ns)) skb->tstamp = tstamp;

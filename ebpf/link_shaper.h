@@ -45,6 +45,7 @@ struct fabemu_link_cfg {
   __u32 flags;            /* enum fabemu_link_flags */
   __u32 overhead_bytes; /* added to each frame's length for the rate (e.g. 24: preamble+FCS+IFG) */
   __u32 pad;
+  __u64 ecn_threshold_bytes; /* set CE on ECT packets that find more than this backlog */
 };
 
 /* The datapath's memory of a link, written only by the program under `lock`. User space

@@ -188,7 +188,7 @@ Result<void> KernelBackend::add_route(const AddRoute& a) {
   }
   auto sock = socket_in(a.ns);
   if (!sock) return sock.error();
-  return (*sock)->add_route(a.dst, hops, a.src, a.dst.str() + " in " + a.ns);
+  return (*sock)->add_route(a.dst, hops, a.src, a.dst.str() + " in " + a.ns, a.rto_min_ms);
 }
 
 Result<void> KernelBackend::make_dir(const MakeDir& a) {

@@ -66,6 +66,10 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
     auto model = build_model(scenario, *pool);
     if (!model) return model.error();
     out.model = std::move(*model);
+    if (options.time_scale) {
+      out.model.time_scale = *options.time_scale;
+      out.model.time_scale_why = options.time_scale_why;
+    }
     out.plan = make_plan(out.model, paths, *pool, options.plan);
     out.plan_options = options.plan;
     out.model.rdma = options.plan.rdma;
@@ -174,6 +178,9 @@ Result<LabModel> lab_model(const LabPaths& paths, JournalFile* journal_out) {
   } else {
     model->rdma.why_not = "no record in " + paths.rdma_file();
   }
+  // How much slower than the real fabric it runs; labs made before it was kept run in real time.
+  if (auto text = read_file(paths.time_scale_file()))
+    FABEMU_TRY(parse_time_scale(*text, paths.time_scale_file(), *model));
   if (journal_out) *journal_out = std::move(*j);
   return model;
 }

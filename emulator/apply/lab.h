@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +22,9 @@ struct UpOptions {
   std::string scenario_file;
   Progress progress;
   PlanOptions plan;  // what the kernel lets the link model do
+  // The time scale `up` decided (--time-scale, `auto`); unset: the scenario's number.
+  std::optional<TimeScale> time_scale;
+  std::string time_scale_why;
 };
 
 struct UpResult {

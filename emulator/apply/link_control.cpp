@@ -84,7 +84,8 @@ Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& mo
       const uint32_t key = port_ifindex(static_cast<int>(l), back);
       if (auto cfg = shaper->get(key)) {
         d.shaped = true;
-        d.shape = to_shape(*cfg);
+        d.wall_shape = to_shape(*cfg);
+        d.shape = to_real(d.wall_shape, model.time_scale);
         if (auto c = shaper->counters(key)) d.counters = *c;
       }
       st.dirs.push_back(std::move(d));
@@ -117,7 +118,9 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
     auto cfg = shaper->get(port_ifindex(d.link, d.b_to_a));
     const bool shaped = static_cast<bool>(cfg);
     LinkChange c;
-    if (shaped) c.before = to_shape(*cfg);
+    // The change is in the real fabric's units, as the scenario is; the port runs dilated.
+    const LinkShape wall_before = shaped ? to_shape(*cfg) : LinkShape{};
+    c.before = to_real(wall_before, model.time_scale);
     LinkShape merged = c.before;
     merged.merge(change);
     ShapePort port = port_of(model, paths, d.link, d.b_to_a, *mode, merged);
@@ -125,7 +128,7 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
     if (shaped) port.seed = cfg->seed;  // the loss sequence carries on
     // What the datapath will enforce, in scenario terms: zeros read as "off", the default queue
     // of a rate-limited link appears.
-    c.after = to_shape(to_cfg(merged, port.seed, port.policer));
+    c.after = to_real(to_shape(to_cfg(port.shape, port.seed, port.policer)), model.time_scale);
     const std::string netns =
         node_netns_path(model, paths, (d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node);
     if (!shaped) {
@@ -135,10 +138,10 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
       FABEMU_TRY(shaper->set(port.ifindex, port.shape, port.seed, port.policer));
       // Deeper queues or longer delays than fq was sized for: grow its limits (it keeps its
       // packets); the program stays attached.
-      const bool grow_fq = port.fq && !(*port.fq == fq_params_for(c.before));
+      const bool grow_fq = port.fq && !(*port.fq == fq_params_for(wall_before));
       // htb follows the rate: a new class rate (queued packets stay), htb added to a port that
       // had no rate, removed from one that has none now.
-      const auto htb_before = mode->htb ? htb_params_for(c.before) : std::nullopt;
+      const auto htb_before = mode->htb ? htb_params_for(wall_before) : std::nullopt;
       if (grow_fq || port.htb != htb_before) {
         FABEMU_TRY(run_in_netns(netns, [&]() -> Result<void> {
           auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, std::chrono::seconds(30));

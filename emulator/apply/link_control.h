@@ -17,7 +17,8 @@ struct DirectionState {
   Direction dir;
   std::string name;     // "leaf1>spine2"
   bool shaped = false;  // the program is on the port and has a config for it
-  LinkShape shape;      // what the datapath enforces (empty when not shaped)
+  LinkShape shape;      // what the datapath enforces, in the real fabric's units (empty: unshaped)
+  LinkShape wall_shape;  // the same as the port runs it (a dilated lab's rate / N, delay x N)
   LinkCounters counters;
 };
 
@@ -40,7 +41,7 @@ Result<LinkShaper> open_link_model(const LabPaths& paths);
 
 struct LinkChange {
   std::string name;  // "leaf1>spine2"
-  LinkShape before, after;
+  LinkShape before, after;  // in the real fabric's units
   bool attached_now = false;  // the port had no link model yet
 };
 
@@ -48,7 +49,7 @@ struct ChangeOptions {
   bool accept_degraded = false;  // allow delay/jitter on a policer lab (they are not added)
 };
 
-// Merges `change` into the live shape of every direction `link` names ("a:b" both, "a>b" one)
+// Merges `change` (in the real fabric's units) into the live shape of every direction `link` names ("a:b" both, "a>b" one)
 // and writes it to the maps: the next packet sees it; queues, loss sequences and counters carry
 // on. A port without the model gets it first. Zero values turn a setting off. Through `open`
 // when given (the fault player changes links many times), else maps opened for this call.

@@ -99,8 +99,9 @@ Result<void> RtnlSocket::add_address(int ifindex, Prefix p, const std::string& w
 }
 
 Result<void> RtnlSocket::add_route(Prefix dst, const std::vector<Hop>& hops,
-                                   std::optional<Ipv4> src, const std::string& what) {
-  return put_route(dst, hops, src, NLM_F_CREATE | NLM_F_EXCL, "adding route " + what);
+                                   std::optional<Ipv4> src, const std::string& what,
+                                   std::optional<uint32_t> rto_min_ms) {
+  return put_route(dst, hops, src, NLM_F_CREATE | NLM_F_EXCL, "adding route " + what, rto_min_ms);
 }
 
 Result<void> RtnlSocket::replace_route(Prefix dst, const std::vector<Hop>& hops,
@@ -135,7 +136,8 @@ Result<void> RtnlSocket::delete_route(Prefix dst, const std::string& what) {
 }
 
 Result<void> RtnlSocket::put_route(Prefix dst, const std::vector<Hop>& hops,
-                                   std::optional<Ipv4> src, int flags, const std::string& what) {
+                                   std::optional<Ipv4> src, int flags, const std::string& what,
+                                   std::optional<uint32_t> rto_min_ms) {
   RoutePtr route = main_table_route(dst);
   if (!route) return make_error("allocating route", ENOMEM);
   rtnl_route_set_protocol(route.get(), RTPROT_STATIC);
@@ -143,6 +145,13 @@ Result<void> RtnlSocket::put_route(Prefix dst, const std::vector<Hop>& hops,
   rtnl_route_set_type(route.get(), RTN_UNICAST);
   NlAddrPtr pref = src ? to_nl(Prefix{*src, 32}) : nullptr;
   if (pref) rtnl_route_set_pref_src(route.get(), pref.get());
+  if (rto_min_ms) {
+    // TCP reads RTAX_RTO_MIN only when it is locked (tcp_rto_min()), as `ip route ... rto_min
+    // lock N` sets it.
+    int err = rtnl_route_set_metric(route.get(), RTAX_RTO_MIN, *rto_min_ms);
+    if (err >= 0) err = rtnl_route_set_metric(route.get(), RTAX_LOCK, 1u << RTAX_RTO_MIN);
+    if (err < 0) return nl_error(err, what + ": setting rto_min");
+  }
   for (const Hop& h : hops) {
     rtnl_nexthop* nh = rtnl_route_nh_alloc();
     if (!nh) return make_error("allocating nexthop", ENOMEM);

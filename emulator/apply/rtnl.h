@@ -24,8 +24,9 @@ class RtnlSocket {
     Ipv4 gateway;
     int ifindex;
   };
+  // `rto_min_ms`: TCP's minimum retransmission timeout over this route (locked).
   Result<void> add_route(Prefix dst, const std::vector<Hop>& hops, std::optional<Ipv4> src,
-                         const std::string& what);
+                         const std::string& what, std::optional<uint32_t> rto_min_ms = {});
   // The same, replacing a route to dst that exists (a fabric rerouting around a failure).
   Result<void> replace_route(Prefix dst, const std::vector<Hop>& hops, std::optional<Ipv4> src,
                              const std::string& what);
@@ -38,7 +39,8 @@ class RtnlSocket {
   };
   explicit RtnlSocket(std::unique_ptr<nl_sock, Free> s) : sock_(std::move(s)) {}
   Result<void> put_route(Prefix dst, const std::vector<Hop>& hops, std::optional<Ipv4> src,
-                         int flags, const std::string& what);
+                         int flags, const std::string& what,
+                         std::optional<uint32_t> rto_min_ms = {});
   std::unique_ptr<nl_sock, Free> sock_;
 };
 

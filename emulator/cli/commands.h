@@ -28,6 +28,7 @@ struct UpArgs {
   // Without fq the link model polices (rate, loss, ECN) but adds no delay or jitter; a
   // scenario that asks for them is refused unless the user accepts that.
   bool accept_degraded = false;
+  std::string time_scale;  // --time-scale N|auto: over the scenario's time_scale
 };
 
 // `link set LAB LINK --rate ...`; `link down/up` set `down`.
@@ -53,7 +54,7 @@ int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& bas
 int cmd_status(const std::string& lab, bool json, const LabPaths& base);
 int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector<std::string>& argv,
              const LabPaths& base);
-int cmd_doctor(bool json, const std::string& run_root);
+int cmd_doctor(bool json, bool calibrate, const std::string& run_root);
 struct RunArgs {
   bool keep = false;       // leave the lab up
   std::string report_dir;  // default: fabemu-reports/LAB-DATE-TIME

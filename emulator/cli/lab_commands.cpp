@@ -15,6 +15,7 @@
 #include "doctor/system_probe.h"
 #include "scenario/loader.h"
 #include "util/files.h"
+#include "util/units.h"
 
 namespace fabemu::cli {
 namespace {
@@ -36,6 +37,19 @@ Progress terminal_progress(bool quiet) {
 std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
   std::vector<std::string> out;
   const PlanOptions& mode = up.plan_options;
+  if (const TimeScale& t = up.model.time_scale; t.dilated()) {
+    const std::string n = format_factor(t.factor);
+    out.push_back("time dilated x" + n + " (" + up.model.time_scale_why +
+                  "): the scenario is the real fabric; its links run at rate / " + n +
+                  " with delays x " + n + ", and every figure fabemu prints is the real "
+                  "fabric's (a real second takes " +
+                  n + " s of wall clock)");
+    if (const auto rto = host_rto_min_ms(up.model))
+      out.push_back("hosts' TCP RTO floor " + format_time_ns(uint64_t{*rto} * 1'000'000) +
+                    " of wall clock (" +
+                    (*rto >= kMaxRtoMs ? "Linux's 120 s maximum; " : "") + "real " +
+                    format_time_ns(s.hosts.tcp_rto_min_ns.value_or(kLinuxRtoMinNs)) + ")");
+  }
   if (up.plan.shaped_ports == 0)
     out.push_back("links unshaped (veth speed); `fabemu link set` shapes one live");
   else if (mode.fq)
@@ -76,6 +90,7 @@ struct Prepared {
   LabPaths paths;
   LabModel model;  // with address pool 0: what --dry-run shows; `up` picks the free pool
   PlanOptions plan;
+  std::vector<std::string> notes;  // about the time scale
 };
 
 // Loads and validates everything; returns an exit code on failure.
@@ -114,6 +129,20 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
     return errno_of(options.error()) == EOPNOTSUPP ? kExitBadInput : kExitFailed;
   }
   p.plan = std::move(*options);
+  probe.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
+  if (p.scenario.time_scale.automatic || args.time_scale == "auto")
+    std::fprintf(stderr,
+                 "  time_scale: auto: calibrating what this machine carries (once per boot)\n");
+  auto scale = choose_time_scale(p.model, args.time_scale, caps);
+  if (!scale) {
+    print_error(p.scenario.file + ": " + scale.error().message);
+    return errno_of(scale.error()) == EOPNOTSUPP || errno_of(scale.error()) == EINVAL
+               ? kExitBadInput
+               : kExitFailed;
+  }
+  p.model.time_scale = scale->scale;
+  p.model.time_scale_why = scale->why;
+  p.notes = std::move(scale->notes);
   return p;
 }
 
@@ -146,6 +175,8 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
   }
   auto start = Clock::now();
   UpOptions opts{p.text, args.scenario, terminal_progress(args.quiet), p.plan};
+  opts.time_scale = p.model.time_scale;
+  opts.time_scale_why = p.model.time_scale_why;
   auto up = lab_up(p.scenario, p.paths, **backend, opts);
   if (!up) {
     print_error(up.error().what());
@@ -160,6 +191,7 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
     for (const auto& [phase, secs] : up->phase_seconds)
       std::printf("  %-10s %.3f s\n", phase.c_str(), secs);
   for (const auto& n : notes(p.scenario, *up)) std::printf("  note: %s\n", n.c_str());
+  for (const auto& n : p.notes) std::printf("  note: %s\n", n.c_str());
   out = std::move(*up);
   return kExitOk;
 }

@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
     cmd->add_flag("--accept-degraded", a.accept_degraded,
                   "On a kernel without sch_fq, build anyway: links keep rate, loss and ECN "
                   "(policer) but get no delay or jitter");
+    cmd->add_option("--time-scale", a.time_scale,
+                    "Run the fabric N times slower than the real one the scenario describes "
+                    "(time dilation; every figure printed is the real fabric's), or auto: N "
+                    "from this machine's calibrated capacity. Overrides the scenario's "
+                    "time_scale");
   };
 
   cli::UpArgs up;
@@ -113,9 +118,12 @@ int main(int argc, char** argv) {
   predict_cmd->add_option("--transport", predict_transport, "tcp or ibverbs")
       ->capture_default_str();
 
-  bool doctor_json = false;
+  bool doctor_json = false, doctor_calibrate = false;
   auto* doctor_cmd = app.add_subcommand("doctor", "What this kernel and machine can emulate");
   doctor_cmd->add_flag("--json", doctor_json, "Machine-readable output");
+  doctor_cmd->add_flag("--calibrate", doctor_calibrate,
+                       "Measure how much emulated traffic this machine carries in real time "
+                       "(a small lab, ~30 s), as time_scale: auto does once per boot");
 
   cli::UpArgs run;
   cli::RunArgs run_opts;
@@ -150,7 +158,7 @@ int main(int argc, char** argv) {
   // CLI11 keeps the "--" separator among the positionals.
   if (!exec_argv.empty() && exec_argv.front() == "--") exec_argv.erase(exec_argv.begin());
   if (exec_cmd->parsed()) return cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_argv, base);
-  if (doctor_cmd->parsed()) return cli::cmd_doctor(doctor_json, base.run_root);
+  if (doctor_cmd->parsed()) return cli::cmd_doctor(doctor_json, doctor_calibrate, base.run_root);
   if (predict_cmd->parsed()) return cli::cmd_predict(predict_lab, predict_transport, base);
   if (!perf.extra.empty() && perf.extra.front() == "--") perf.extra.erase(perf.extra.begin());
   if (perf_cmd->parsed()) return cli::cmd_perf(perf, base);

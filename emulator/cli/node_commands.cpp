@@ -70,9 +70,11 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector
   return code;
 }
 
-int cmd_doctor(bool json, const std::string& run_root) {
+int cmd_doctor(bool json, bool calibrate, const std::string& run_root) {
   auto kernel = kernel_info();
-  auto probes = probe_features(run_root);
+  auto probes = probe_features(run_root, calibrate, [](const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  });
   if (json)
     std::printf("%s\n", doctor_json(kernel, probes).c_str());
   else

@@ -22,25 +22,26 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Where the workload's programs are: fabemu-collective beside this binary (installed) or in
-// the build tree's collective/ directory.
-WorkloadOptions workload_options(const std::string& scenario_file) {
-  WorkloadOptions o;
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  o.fabemu = n > 0 ? std::string(self, static_cast<size_t>(n)) : "fabemu";
-  const std::string dir = o.fabemu.substr(0, o.fabemu.rfind('/') + 1);
-  o.collective = dir + "fabemu-collective";
-  if (!path_exists(o.collective) && path_exists(dir + "collective/fabemu-collective"))
-    o.collective = dir + "collective/fabemu-collective";
-  const size_t slash = scenario_file.rfind('/');
-  o.scenario_dir = slash == std::string::npos ? "." : scenario_file.substr(0, slash);
-  if (o.scenario_dir.empty()) o.scenario_dir = "/";
-  if (char* real = ::realpath(o.scenario_dir.c_str(), nullptr)) {
-    o.scenario_dir = real;
-    std::free(real);
-  }
-  return o;
+// "5.1 s", or in a dilated lab "1.27ms of the real fabric (5.1 s of wall clock)".
+std::string duration_text(const LabModel& m, double wall_s) {
+  char wall[32];
+  std::snprintf(wall, sizeof wall, "%.1f s", wall_s);
+  if (!m.time_scale.dilated()) return wall;
+  return format_time_short(static_cast<uint64_t>(m.time_scale.real_s(wall_s) * 1e9)) +
+         " of the real fabric (" + wall + " of wall clock)";
+}
+
+// Every 250 ms of wall clock, or the scenario's interval of the real fabric, dilated (but not
+// below 20 ms: reading the counters costs the machine too).
+std::chrono::milliseconds sampling_interval(const LabModel& m) {
+  const auto& real = m.scenario.telemetry.interval_ns;
+  if (!real) return std::chrono::milliseconds(250);
+  const uint64_t wall_ms = m.time_scale.wall_ns(*real) / 1'000'000;
+  if (wall_ms < 20)
+    std::printf("  note: telemetry every %s of the real fabric is %llu ms of wall clock; sampling "
+                "every 20 ms instead\n",
+                format_time_ns(*real).c_str(), static_cast<unsigned long long>(wall_ms));
+  return std::chrono::milliseconds(std::max<uint64_t>(20, wall_ms));
 }
 
 // The workload with the fault timeline and the sampler running beside it.
@@ -52,7 +53,7 @@ void run_workload(const LabModel& m, const LabPaths& paths, RunReport& report, i
     return;
   }
   FaultPlayer faults(m, paths, expand_faults(m.scenario));
-  TelemetrySampler telemetry(m, paths, std::chrono::milliseconds(250));
+  TelemetrySampler telemetry(m, paths, sampling_interval(m));
   const auto t0 = Clock::now();
   telemetry.start(t0);
   faults.start(t0);
@@ -60,17 +61,20 @@ void run_workload(const LabModel& m, const LabPaths& paths, RunReport& report, i
     std::fflush(stdout);
     const double start = seconds_since(t0);
     const StepResult r = run_step(m, paths, i, wo);
-    StepReport s{r.title, r.ok, r.failure, start, r.seconds, {}, {}};
+    const TimeScale& t = m.time_scale;
+    StepReport s{r.title, r.ok,      r.failure, t.real_s(start), t.real_s(r.seconds),
+                 start,   r.seconds, {},        {}};
     if (const auto* c = std::get_if<CollectiveStep>(&m.scenario.workload[i].step)) {
       s.collective = c->collective;
       if (auto text = read_file(r.json_lines)) s.results = read_benchmark_results(*text);
     }
     report.steps.push_back(std::move(s));
     if (r.ok) {
-      std::printf("%s: ok in %.1f s\n", r.title.c_str(), r.seconds);
+      std::printf("%s: ok in %s\n", r.title.c_str(), duration_text(m, r.seconds).c_str());
       if (!r.note.empty()) std::printf("  note: %s\n", r.note.c_str());
     } else {
-      std::printf("%s: FAILED after %.1f s: %s\n", r.title.c_str(), r.seconds, r.failure.c_str());
+      std::printf("%s: FAILED after %s: %s\n", r.title.c_str(),
+                  duration_text(m, r.seconds).c_str(), r.failure.c_str());
       code = kExitFailed;
     }
   }
@@ -81,15 +85,22 @@ void run_workload(const LabModel& m, const LabPaths& paths, RunReport& report, i
   if (!telemetry.error().empty()) std::printf("  note: telemetry: %s\n", telemetry.error().c_str());
 }
 
-void print_faults(const RunReport& r) {
+void print_faults(const LabModel& m, const RunReport& r) {
   if (r.faults.empty()) return;
-  std::printf("faults (seconds after the workload started):\n");
+  const bool dilated = m.time_scale.dilated();
+  std::printf("faults (%s after the workload started):\n",
+              dilated ? "real fabric's time, wall clock in brackets" : "seconds");
+  auto when = [&](double real_s, double wall_s) {
+    if (!dilated) return printf_string("%7.3f", real_s);
+    return format_time_short(static_cast<uint64_t>(real_s * 1e9)) +
+           printf_string(" (%.2f s)", wall_s);
+  };
   for (const AppliedFault& f : r.faults) {
     if (f.done)
-      std::printf("  %7.3f  %-40s %s (due %.3f)\n", f.applied_s, f.step.what.c_str(),
-                  f.detail.c_str(), f.due_s);
+      std::printf("  %9s  %-40s %s (due %s)\n", when(f.applied_s, f.applied_wall_s).c_str(),
+                  f.step.what.c_str(), f.detail.c_str(), when(f.due_s, f.due_wall_s).c_str());
     else
-      std::printf("  %7s  %-40s %s\n", "-", f.step.what.c_str(),
+      std::printf("  %9s  %-40s %s\n", "-", f.step.what.c_str(),
                   f.error.empty() ? "not reached: the workload ended first" : f.error.c_str());
   }
 }
@@ -107,17 +118,21 @@ void print_links(const LabModel& m, const RunReport& r) {
   std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
     return g[x].drops != g[y].drops ? g[x].drops > g[y].drops : g[x].bytes > g[y].bytes;
   });
-  std::printf("links over the workload (%.1f s), busiest and dropping first:\n", secs);
-  std::printf("  %-22s %12s %12s %10s %8s %10s\n", "DIRECTION", "MBYTES", "MBIT/S", "DROPS", "CE",
+  std::printf("links over the workload (%s), busiest and dropping first:\n",
+              m.time_scale.dilated()
+                  ? (format_time_short(static_cast<uint64_t>(secs * 1e9)) + " of the real fabric")
+                        .c_str()
+                  : printf_string("%.1f s", secs).c_str());
+  std::printf("  %-22s %12s %14s %10s %8s %10s\n", "DIRECTION", "MBYTES", "RATE", "DROPS", "CE",
               "QDELAY99");
   for (size_t k = 0; k < std::min<size_t>(6, order.size()); ++k) {
     const size_t d = order[k];
     const std::string qd = g[d].shaped && g[d].queue_delay_p99_ns
                                ? "<" + format_time_short(g[d].queue_delay_p99_ns)
                                : "-";
-    std::printf("  %-22s %12.2f %12.2f %10llu %8llu %10s\n",
+    std::printf("  %-22s %12.2f %14s %10llu %8llu %10s\n",
                 direction_name(m.topo, static_cast<int>(d / 2), d % 2 == 1).c_str(),
-                double(g[d].bytes) / 1e6, double(g[d].bytes) * 8 / secs / 1e6,
+                double(g[d].bytes) / 1e6, format_rate_short(double(g[d].bytes) * 8 / secs).c_str(),
                 static_cast<unsigned long long>(g[d].drops),
                 static_cast<unsigned long long>(g[d].ce_marks), qd.c_str());
   }
@@ -160,11 +175,16 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
     const int total = static_cast<int>(reach->pairs.size());
     report.pairs = total;
     report.reachable = reach->answered();
+    // Round trips of the real fabric: the wall clock's over the time scale (the hosts' own
+    // stack time shrinks with it, as an offloading NIC's would).
+    auto rtt = [&](double p) {
+      return format_time_short(
+          static_cast<uint64_t>(m.time_scale.real_ns(reach->rtt_percentile(p) * 1e3)));
+    };
     std::printf(
         "reachability: %d/%d host pairs answered ICMP echo across the fabric in %.2f s; "
-        "rtt p50 %.0f us, p99 %.0f us\n",
-        reach->answered(), total, seconds_since(start), reach->rtt_percentile(50),
-        reach->rtt_percentile(99));
+        "rtt p50 %s, p99 %s\n",
+        reach->answered(), total, seconds_since(start), rtt(50).c_str(), rtt(99).c_str());
     int shown = 0;
     for (const auto& pr : reach->pairs)
       if (!pr.answered && shown++ < 10)
@@ -179,7 +199,7 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   } else if (!m.scenario.faults.empty()) {
     std::printf("faults not played: they are timed from the workload's start, and there is none\n");
   }
-  print_faults(report);
+  print_faults(m, report);
   print_links(m, report);
   report.expectations = check_expectations(m.scenario.expect, report);
   for (const ExpectResult& e : report.expectations) {

@@ -25,25 +25,33 @@ Json shape_json(const LinkShape& s) {
   if (s.queue_ns) j["queue_ns"] = *s.queue_ns;
   if (s.queue_bytes) j["queue_bytes"] = *s.queue_bytes;
   if (s.ecn_threshold_ns) j["ecn_threshold_ns"] = *s.ecn_threshold_ns;
+  if (s.ecn_threshold_bytes) j["ecn_threshold_bytes"] = *s.ecn_threshold_bytes;
   if (s.down) j["down"] = *s.down;
   return j;
 }
 
-Json direction_json(const DirectionState& d) {
+// Shapes and queue delays in the real fabric's units; a dilated lab's port values beside them.
+Json direction_json(const DirectionState& d, const TimeScale& t) {
   const LinkCounters& c = d.counters;
-  return {{"direction", d.name},
-          {"shaped", d.shaped},
-          {"shape", shape_json(d.shape)},
-          {"counters",
-           {{"packets", c.packets},
-            {"bytes", c.bytes},
-            {"drop_loss", c.drop_loss},
-            {"drop_queue", c.drop_queue},
-            {"drop_down", c.drop_down},
-            {"ce_marks", c.ce_marks},
-            {"queue_delay_p50_ns", queue_delay_quantile(c, 0.5)},
-            {"queue_delay_p99_ns", queue_delay_quantile(c, 0.99)},
-            {"queue_delay_hist", c.queue_delay_hist}}}};
+  auto real = [&](uint64_t wall_ns) { return static_cast<uint64_t>(t.real_ns(double(wall_ns))); };
+  Json j = {{"direction", d.name},
+            {"shaped", d.shaped},
+            {"shape", shape_json(d.shape)},
+            {"counters",
+             {{"packets", c.packets},
+              {"bytes", c.bytes},
+              {"drop_loss", c.drop_loss},
+              {"drop_queue", c.drop_queue},
+              {"drop_down", c.drop_down},
+              {"ce_marks", c.ce_marks},
+              {"queue_delay_p50_ns", real(queue_delay_quantile(c, 0.5))},
+              {"queue_delay_p99_ns", real(queue_delay_quantile(c, 0.99))},
+              {"queue_delay_hist", c.queue_delay_hist}}}};
+  if (t.dilated()) {
+    j["wall_shape"] = shape_json(d.wall_shape);
+    j["counters"]["wall_queue_delay_p99_ns"] = queue_delay_quantile(c, 0.99);
+  }
+  return j;
 }
 
 Json link_model_json(const LabStatus& s) {
@@ -108,7 +116,9 @@ Json status_json(const LabStatus& s) {
   Json j = {{"lab", s.paths.lab},
             {"state", s.state},
             {"scenario", s.journal.scenario_file},
-            {"pool", m.addresses.pool.str()}};
+            {"pool", m.addresses.pool.str()},
+            {"time_scale", m.time_scale.factor}};
+  if (m.time_scale.dilated()) j["time_scale_why"] = m.time_scale_why;
   if (ovs_switches(m)) {
     Json sw = {{"kind", "ovs"}, {"datapath", m.ovs.kernel ? "kernel" : "userspace"}};
     if (!m.ovs.kernel) sw["reason"] = m.ovs.why_userspace;
@@ -144,7 +154,7 @@ Json status_json(const LabStatus& s) {
               {"scenario_b_to_a", shape_json(link.b_to_a)}};
     for (bool back : {false, true})
       if (const DirectionState* d = s.direction(l, back))
-        o[back ? "b_to_a" : "a_to_b"] = direction_json(*d);
+        o[back ? "b_to_a" : "a_to_b"] = direction_json(*d, m.time_scale);
     links.push_back(std::move(o));
   }
   j["links"] = links;
@@ -188,9 +198,9 @@ void print_links(const LabStatus& s) {
       if (shape.empty()) shape = "-";
       if (d && d->shaped && !s.link_model->mode.fq && (d->shape.delay_ns || d->shape.jitter_ns))
         shape += " [no fq: no delay/jitter]";
-      const std::string qd = d && d->counters.packets
-                                 ? "<" + format_time_short(queue_delay_quantile(d->counters, 0.99))
-                                 : "-";
+      const uint64_t q99 = static_cast<uint64_t>(
+          m.time_scale.real_ns(double(d ? queue_delay_quantile(d->counters, 0.99) : 0)));
+      const std::string qd = d && d->counters.packets ? "<" + format_time_short(q99) : "-";
       std::printf("%-22s %-5s %-17s %-17s %-6s %10llu %8llu %8llu %8llu %9s  %s\n",
                   back ? "" : name.c_str(), back ? "" : (s.link_up(l) ? "up" : "DOWN"),
                   back ? "" : (link.a.ifname + " " + m.addresses.links[l].a.str()).c_str(),
@@ -259,6 +269,12 @@ void print_status(const LabStatus& s) {
     std::printf("  missing namespaces: %zu (first: %s)\n", s.missing.size(),
                 s.missing.front().c_str());
   std::printf("link model: %s\n", mode_text(s).c_str());
+  if (m.time_scale.dilated())
+    std::printf("time: dilated x%s (%s): shapes and queue delays below are the real fabric's; "
+                "the ports run at rate / %s with delays x %s\n",
+                format_factor(m.time_scale.factor).c_str(), m.time_scale_why.c_str(),
+                format_factor(m.time_scale.factor).c_str(),
+                format_factor(m.time_scale.factor).c_str());
   if (ovs_switches(m))
     std::printf("switches: Open vSwitch bridges in %s, %s; flows in %s/SWITCH.bundle\n",
                 s.paths.ns_name(kOvsNamespaceNode).c_str(),

@@ -49,7 +49,7 @@ Result<SizeResult> run_size(Communicator& comm, Collective c, uint64_t requested
   }
   if (local_wrong > 0) r.local.wrong = local_wrong;
 
-  const double mean_us = timed_s / config.iterations * 1e6;
+  const double mean_us = timed_s / config.iterations * 1e6 / config.time_scale;
   const double mine[2] = {mean_us, static_cast<double>(local_wrong)};
   auto all = comm.allgather(mine);
   if (!all) return all.error().context(what + ": gathering results");
@@ -59,6 +59,7 @@ Result<SizeResult> run_size(Communicator& comm, Collective c, uint64_t requested
     r.wrong += r.rank_wrong.back();
   }
   r.time_us = *std::max_element(r.rank_time_us.begin(), r.rank_time_us.end());
+  r.wall_time_us = r.time_us * config.time_scale;
   r.algbw = gb_per_s(l.size, r.time_us / 1e6);
   r.busbw = r.algbw * bus_factor(c, l.ranks);
   return r;

@@ -16,6 +16,7 @@ namespace fabemu::collective {
 struct BenchmarkConfig {
   int iterations = 20;
   int warmup = 2;
+  double time_scale = 1;  // wall seconds per real second (time dilation)
 };
 
 struct SizeResult {
@@ -23,9 +24,12 @@ struct SizeResult {
   std::string algorithm;
   int iterations = 0;
   int warmup = 0;
-  // Each rank's mean time of one timed iteration, and their maximum (the time column).
+  // Each rank's mean time of one timed iteration, and their maximum (the time column), in the
+  // real fabric's time (the wall clock's / the time scale); and the maximum as the wall clock
+  // saw it.
   std::vector<double> rank_time_us;
   double time_us = 0;
+  double wall_time_us = 0;
   double algbw = 0;  // GB/s: size / time
   double busbw = 0;  // GB/s: algbw * bus_factor
   // Wrong elements over every iteration (warmup included), per rank and in total; every rank

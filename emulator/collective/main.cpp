@@ -86,7 +86,8 @@ std::string describe_wrong(const SizeResult& r) {
 int run_benchmark(Communicator& comm, const Options& o, Outputs& outputs) {
   const int rank = comm.rank();
   const bool printer = rank == 0;
-  const RunInfo run{comm.library(), comm.transport(), comm.size(), outputs.predictions.has_value()};
+  const RunInfo run{comm.library(), comm.transport(), comm.size(), outputs.predictions.has_value(),
+                    o.time_scale};
   auto emit_json = [&](const std::string& line) {
     if (o.json) print(line);
     if (outputs.json_out) {
@@ -100,7 +101,7 @@ int run_benchmark(Communicator& comm, const Options& o, Outputs& outputs) {
     if (printer && !o.json) print(table_header(run, c, comm.algorithm(c)));
     std::vector<SizeResult> rows;
     for (uint64_t size : o.sizes) {
-      auto r = run_size(comm, c, size, BenchmarkConfig{o.iterations, o.warmup});
+      auto r = run_size(comm, c, size, BenchmarkConfig{o.iterations, o.warmup, o.time_scale});
       if (!r) return complain(rank, kExitRuntime, r.error().what());
       if (outputs.predictions) {
         if (auto t = outputs.predictions->time_s(c, r->layout.size)) r->pred_time_us = *t * 1e6;
@@ -186,6 +187,13 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   const EnvLookup env = process_env();
+  if (options->time_scale == 0) {
+    // The emulator exports the lab's dilation to every rank.
+    const auto given = env("FABEMU_TIME_SCALE");
+    options->time_scale = given ? std::strtod(given->c_str(), nullptr) : 1;
+    if (!(options->time_scale >= 1 && options->time_scale <= 1e6))
+      return complain(-1, kExitUsage, "FABEMU_TIME_SCALE='" + *given + "' is not a number >= 1");
+  }
   try {
     if (options->library == Library::Mpi) return run_mpi(*options, env, &argc, &argv);
     return run_gloo(*options, env);

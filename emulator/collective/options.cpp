@@ -129,6 +129,10 @@ Result<Options> parse_options(int argc, const char* const* argv, std::string* he
                  "Seconds any connect or transfer may take before the run fails")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--time-scale", o.time_scale,
+                 "The lab runs N times slower than the real fabric (time dilation): report "
+                 "times and bandwidths of the real fabric (default $FABEMU_TIME_SCALE, else 1)")
+      ->check(CLI::Range(1.0, 1e6));
   app.add_option("--gloo-allreduce", allreduce,
                  "Gloo allreduce algorithm: ring_chunked, ring, halving_doubling")
       ->capture_default_str();

@@ -31,7 +31,10 @@ struct Options {
   std::vector<uint64_t> sizes = {64 << 10, 1 << 20, 16 << 20};
   int iterations = 20;
   int warmup = 2;
-  double timeout_s = 60;
+  double timeout_s = 60;  // of wall clock
+  // The lab runs this many times slower than the real fabric it emulates: times, algbw and
+  // busbw are reported for the real fabric (wall time / N). Default $FABEMU_TIME_SCALE, else 1.
+  double time_scale = 0;  // 0: not given
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::RingChunked;
   std::string store;   // "" = $FABEMU_SHARED_DIR/gloo
   std::string run_id;  // "" = $FABEMU_RUN_ID

@@ -6,20 +6,10 @@
 #include <cstdio>
 
 #include "util/json.h"
+#include "util/units.h"
 
 namespace fabemu::collective {
 namespace {
-
-std::string printf_string(const char* format, ...) __attribute__((format(printf, 1, 2)));
-
-std::string printf_string(const char* format, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(buf, sizeof buf, format, args);
-  va_end(args);
-  return buf;
-}
 
 std::string_view redop_of(const Layout& l) {
   return l.reduces() ? "sum" : "none";
@@ -43,6 +33,11 @@ std::string table_header(const RunInfo& run, Collective c, const std::string& al
       printf_string("#  collective %s  library %s  transport %s  ranks %d  algorithm %s\n",
                     std::string(name_of(c)).c_str(), run.library.c_str(), run.transport.c_str(),
                     run.ranks, algorithm.c_str());
+  if (run.time_scale != 1)
+    out += printf_string(
+        "#  time dilated x%g: time, algbw and busbw of the real fabric (the lab's wall clock "
+        "ran %g times longer)\n",
+        run.time_scale, run.time_scale);
   out += printf_string("#%11s  %12s  %6s  %6s  %5s  %11s  %11s  %11s  %7s", "size", "count", "type",
                        "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
   if (run.predictions) out += printf_string("  %10s  %6s", "pred_busbw", "ratio");
@@ -103,6 +98,8 @@ std::string json_result(const RunInfo& run, const SizeResult& r) {
             {"iterations", r.iterations},
             {"warmup", r.warmup},
             {"time_us", r.time_us},
+            {"wall_time_us", r.wall_time_us},
+            {"time_scale", run.time_scale},
             {"algbw_gbps", r.algbw},
             {"busbw_gbps", r.busbw},
             {"bus_factor", bus_factor(l.collective, l.ranks)},

@@ -14,6 +14,7 @@ struct RunInfo {
   std::string transport;
   int ranks = 1;
   bool predictions = false;  // a prediction file was given: show its columns
+  double time_scale = 1;     // the lab's time dilation: results are the real fabric's
 };
 
 // "#  collective allreduce  library gloo  transport tcp  ranks 8  algorithm ring_chunked" and

@@ -2,6 +2,8 @@
 #include "doctor/capabilities.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "util/netlink.h"
 
@@ -51,6 +53,13 @@ const Capability& Capabilities::cgroup(const std::string& controller) {
 const std::optional<std::vector<std::string>>& Capabilities::congestion_controls() {
   if (!congestion_) congestion_ = probe_.congestion_controls();
   return *congestion_;
+}
+
+std::optional<Capacity> Capabilities::capacity(bool measure, std::string& why) {
+  if (capacity_) return capacity_;
+  auto c = probe_.capacity(measure, why);
+  if (c) capacity_ = c;
+  return c;
 }
 
 namespace {
@@ -195,7 +204,63 @@ Result<PlanOptions> choose_plan_options(const LabModel& m, Capabilities& caps,
   return out;
 }
 
-std::vector<FeatureProbe> capability_rows(Capabilities& caps) {
+Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& flag,
+                                          Capabilities& caps) {
+  TimeScaleChoice out;
+  const TimeScaleSpec& spec = m.scenario.time_scale;
+  bool automatic = spec.automatic;
+  double factor = spec.factor;
+  std::string source = "time_scale in the scenario";
+  if (!flag.empty()) {
+    source = "--time-scale " + flag;
+    automatic = flag == "auto";
+    if (!automatic) {
+      char* end = nullptr;
+      factor = std::strtod(flag.c_str(), &end);
+      if (*end != '\0' || !(factor >= 1 && factor <= kMaxTimeScale))
+        return make_error("--time-scale: '" + flag +
+                              "' is not auto or a number from 1 (real time) to 1000000",
+                          EINVAL);
+    }
+  }
+  const auto demand = lab_demand(m);
+  if (automatic) {
+    if (!demand)
+      return refused(source +
+                     ": auto needs a rate on every host's link (the demand it divides by this "
+                     "machine's capacity); give links a rate or time_scale a number");
+    std::string why;
+    auto cap = caps.capacity(/*measure=*/true, why);
+    if (!cap) return refused(source + ": auto needs this machine's capacity: " + why);
+    out.scale.factor = auto_time_scale(*demand, cap->frame_hops_per_s);
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "auto: the lab needs %.3g frame-hops/s, this machine carries %.3g "
+                  "(calibrated this boot)",
+                  *demand, cap->frame_hops_per_s);
+    out.why = buf;
+    return out;
+  }
+  out.scale.factor = factor;
+  if (factor != 1 || !flag.empty()) out.why = source;
+  std::string why;
+  if (auto cap = caps.capacity(/*measure=*/false, why); cap && demand) {
+    const double need = auto_time_scale(*demand, cap->frame_hops_per_s);
+    if (need > factor) {
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "time scale x%s is too small for this machine: the lab needs %.3g "
+                    "frame-hops/s of wall clock, this machine carries %.3g; expect the CPU, not "
+                    "the links, to set busbw (auto would pick x%s)",
+                    format_factor(factor).c_str(), *demand / factor, cap->frame_hops_per_s,
+                    format_factor(need).c_str());
+      out.notes.push_back(buf);
+    }
+  }
+  return out;
+}
+
+std::vector<FeatureProbe> capability_rows(Capabilities& caps, bool calibrate) {
   auto row = [](const char* id, const Capability& c) {
     return FeatureProbe{id, {}, c.status, c.detail, {}};
   };
@@ -220,6 +285,10 @@ std::vector<FeatureProbe> capability_rows(Capabilities& caps) {
                   cc ? "hosts.tcp_congestion may be one of: " + list
                      : "net.ipv4.tcp_allowed_congestion_control is unreadable",
                   {}});
+  std::string why;
+  const auto cap = caps.capacity(calibrate, why);
+  rows.push_back({"capacity", {}, cap ? ProbeStatus::Yes : ProbeStatus::Unknown,
+                  cap ? cap->detail : why, {}});
   return rows;
 }
 

@@ -12,6 +12,7 @@
 
 #include "doctor/probe.h"
 #include "model/lab_model.h"
+#include "model/time_scale.h"
 #include "plan/plan.h"
 #include "util/result.h"
 
@@ -50,6 +51,10 @@ class KernelProbe {
   virtual Capability cgroup(const std::string& controller) = 0;
   // Those `net.ipv4.tcp_allowed_congestion_control` lets a namespace pick; unset: unreadable.
   virtual std::optional<std::vector<std::string>> congestion_controls() = 0;
+  // How much emulated traffic this machine carries in real time (runtime/calibrate.h): kept
+  // from earlier this boot, else measured now when `measure` (~30 s); unset with `why` when
+  // neither.
+  virtual std::optional<Capacity> capacity(bool measure, std::string& why) = 0;
 };
 
 // Each answer asked of the probe once, when first needed: a scenario without OVS never probes
@@ -65,6 +70,8 @@ class Capabilities {
   const Capability& rxe();
   const Capability& cgroup(const std::string& controller);
   const std::optional<std::vector<std::string>>& congestion_controls();
+  // Measured when `measure` and nothing is kept; `why` says why there is none.
+  std::optional<Capacity> capacity(bool measure, std::string& why);
 
  private:
   KernelProbe& probe_;
@@ -72,6 +79,7 @@ class Capabilities {
   std::map<std::string, Capability> cgroups_;
   std::optional<LinkModelCapability> link_model_;
   std::optional<std::optional<std::vector<std::string>>> congestion_;
+  std::optional<Capacity> capacity_;
 };
 
 struct ChoiceOptions {
@@ -91,9 +99,22 @@ struct ChoiceOptions {
 Result<PlanOptions> choose_plan_options(const LabModel& model, Capabilities& caps,
                                         const ChoiceOptions& options = {});
 
+// The lab's time scale: `flag` (--time-scale: a number or "auto") over the scenario's. `auto`
+// divides the lab's demand by this machine's capacity (calibrating it when this boot has not),
+// and refuses a lab whose host links have no rate. An explicit factor too small for the
+// machine's known capacity is kept, with a note saying what `auto` would pick.
+struct TimeScaleChoice {
+  TimeScale scale;
+  std::string why;
+  std::vector<std::string> notes;
+};
+Result<TimeScaleChoice> choose_time_scale(const LabModel& model, const std::string& flag,
+                                          Capabilities& caps);
+
 // The doctor's rows for the features above ("bpf", "clsact", "tcx", "sch_fq", "sch_htb",
-// "ovs_kernel", "ovs_userspace", "rxe", "cgroup_cpu", "cgroup_memory", "tcp_congestion"): id,
-// status and detail (the catalog adds names and costs).
-std::vector<FeatureProbe> capability_rows(Capabilities& caps);
+// "ovs_kernel", "ovs_userspace", "rxe", "cgroup_cpu", "cgroup_memory", "tcp_congestion",
+// "capacity"): id, status and detail (the catalog adds names and costs). The capacity is this
+// boot's calibration, measured now only when `calibrate`.
+std::vector<FeatureProbe> capability_rows(Capabilities& caps, bool calibrate = false);
 
 }  // namespace fabemu

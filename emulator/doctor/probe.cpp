@@ -69,6 +69,8 @@ constexpr Feature kFeatures[] = {
     {"tcp_congestion", "TCP congestion controls",
      "hosts.tcp_congestion is limited to what net.ipv4.tcp_allowed_congestion_control allows",
      false},
+    {"capacity", "emulated traffic carried in real time",
+     "time_scale: auto calibrates it first (~30 s, once per boot)", false},
 };
 
 // A safety net, not the expected time (~0.1 s): every netlink reply already has a 250 ms
@@ -121,15 +123,17 @@ KernelInfo kernel_info() {
   return k;
 }
 
-std::vector<FeatureProbe> probe_features(const std::string& run_root) {
+std::vector<FeatureProbe> probe_features(const std::string& run_root, bool calibrate,
+                                         std::function<void(const std::string&)> progress) {
   KernelInfo kernel = kernel_info();
   std::vector<FeatureProbe> seen;
   std::string failure;
   if (kernel.root) seen = namespace_probes_with_deadline(failure);
   // What `up` uses, asked exactly as `up` asks it, and probed afresh.
   SystemProbe probe(run_root, /*fresh=*/true);
+  probe.progress = std::move(progress);
   Capabilities caps(probe);
-  for (FeatureProbe& p : capability_rows(caps)) seen.push_back(std::move(p));
+  for (FeatureProbe& p : capability_rows(caps, calibrate)) seen.push_back(std::move(p));
 
   // One entry per catalog feature, in catalog order, whatever the probes managed to report.
   std::vector<FeatureProbe> out;

@@ -1,6 +1,7 @@
 // `fabemu doctor`: probes what the running kernel and machine can emulate, by trying each thing.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,7 +37,11 @@ KernelInfo kernel_info();
 // is Unknown with detail "needs root". Takes well under a second; never throws.
 // What `up` uses (fq, htb, the link model, OVS, rxe, cgroups, congestion controls) is asked
 // through the capability module, afresh, and the verdicts kept under `run_root` for `up`.
-std::vector<FeatureProbe> probe_features(const std::string& run_root = "/run/fabemu");
+// `calibrate` measures this machine's capacity now (a lab for ~30 s) instead of showing what
+// this boot kept; `progress` hears each trial.
+std::vector<FeatureProbe> probe_features(const std::string& run_root = "/run/fabemu",
+                                         bool calibrate = false,
+                                         std::function<void(const std::string&)> progress = {});
 
 // An aligned plain-text table for the terminal: feature, status (yes/no/partial/?), detail and,
 // for features that are not fully there, what that costs.

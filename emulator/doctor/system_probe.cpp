@@ -15,6 +15,7 @@
 #include "apply/cgroup.h"
 #include "apply/ovs.h"
 #include "doctor/rxe_support.h"
+#include "runtime/calibrate.h"
 #include "shaping/link_shaper.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
@@ -186,6 +187,37 @@ Capability SystemProbe::cgroup(const std::string& controller) {
   (void)remove_cgroup(layout, rel);
   if (!made) return {ProbeStatus::No, layout.describe() + ": " + describe(made.error())};
   return {ProbeStatus::Yes, layout.describe() + ": a child cgroup took a " + controller + " limit"};
+}
+
+std::optional<Capacity> SystemProbe::capacity(bool measure, std::string& why) {
+  if (!fresh_ || !measure)
+    if (auto kept = kept_capacity(run_root_)) return kept;
+  if (!measure) {
+    why = "not calibrated this boot: `fabemu doctor --calibrate` measures it (~30 s), as does "
+          "the first lab with time_scale: auto";
+    return std::nullopt;
+  }
+  if (!root_) {
+    why = std::string("calibrating ") + kNeedsRoot;
+    return std::nullopt;
+  }
+  CalibrationSetup setup;
+  setup.base.run_root = run_root_;
+  // The calibration lab's links have rates only: fq, else htb, else the policer.
+  setup.plan.fq = fq().yes();
+  if (!setup.plan.fq) {
+    setup.plan.no_fq_reason = "sch_fq: " + fq().detail;
+    setup.plan.htb = htb().yes();
+  }
+  setup.workload = workload_options("");
+  setup.progress = progress;
+  auto c = calibrate(setup);
+  if (!c) {
+    why = "calibration failed: " + c.error().what();
+    return std::nullopt;
+  }
+  keep_capacity(run_root_, *c);
+  return *c;
 }
 
 std::optional<std::vector<std::string>> SystemProbe::congestion_controls() {

@@ -2,6 +2,7 @@
 // what `up` does in a throwaway namespace, and kept for the rest of the boot.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,10 @@ class SystemProbe : public KernelProbe {
   Capability rxe() override;
   Capability cgroup(const std::string& controller) override;
   std::optional<std::vector<std::string>> congestion_controls() override;
+  std::optional<Capacity> capacity(bool measure, std::string& why) override;
+
+  // Where calibration's progress goes (one line per trial); unset: nowhere.
+  std::function<void(const std::string&)> progress;
 
  private:
   // fq, htb and the link model, tried together in one throwaway namespace (~20 ms), or read

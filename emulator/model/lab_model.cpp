@@ -15,6 +15,10 @@ Result<LabModel> build_model(const Scenario& scenario, int pool) {
   auto routes = plan_routes(m.topo, m.addresses);
   if (!routes) return routes.error();
   m.routes = std::move(*routes);
+  if (!scenario.time_scale.automatic && scenario.time_scale.factor != 1) {
+    m.time_scale.factor = scenario.time_scale.factor;
+    m.time_scale_why = "time_scale in the scenario";
+  }
   return m;
 }
 

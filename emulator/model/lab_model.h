@@ -7,6 +7,7 @@
 
 #include "model/addressing.h"
 #include "model/routing.h"
+#include "model/time_scale.h"
 #include "model/topology.h"
 #include "scenario/scenario.h"
 #include "util/result.h"
@@ -36,6 +37,10 @@ struct LabModel {
   // (build_model leaves it off), so that `exec` and workloads see the hosts' rxe devices.
   RdmaChoice rdma;
   OvsChoice ovs;  // the same for the OVS datapath
+  // How much slower than the real fabric the lab runs, and why that factor: the scenario's,
+  // --time-scale, or `auto` (build_model takes the scenario's number; `up` decides `auto`).
+  TimeScale time_scale;
+  std::string time_scale_why;
 };
 
 // Scenario -> topology -> addresses (out of pool `pool`) -> routes, all pure.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "util/prng.h"
 #include "util/units.h"
@@ -65,6 +66,15 @@ std::optional<uint64_t> tsq_bytes_for(const Topology& t, int node) {
 
 }  // namespace
 
+std::optional<uint32_t> host_rto_min_ms(const LabModel& m) {
+  // A dilated lab dilates TCP's floor too, from the real hosts' (the scenario's, else Linux's
+  // 200ms); the kernel never waits longer than 120 s.
+  const auto real = m.scenario.hosts.tcp_rto_min_ns;
+  if (!real && !m.time_scale.dilated()) return std::nullopt;
+  const uint64_t wall_ns = m.time_scale.wall_ns(real.value_or(kLinuxRtoMinNs));
+  return static_cast<uint32_t>(std::clamp<uint64_t>(wall_ns / 1'000'000, 1, kMaxRtoMs));
+}
+
 std::string cpu_mask(int cpus) {
   std::string out;
   for (int hi = ((cpus - 1) / 32) * 32; hi >= 0; hi -= 32) {
@@ -109,10 +119,10 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   p.ifindex = port_ifindex(link, b_to_a);
   p.direction = direction_name(t, link, b_to_a);
   p.seed = link_seed(m.scenario.seed, p.direction);
-  p.shape = shape;
+  p.shape = to_wall(shape, m.time_scale);
   p.policer = !options.fq;
-  if (options.fq) p.fq = fq_params_for(shape);
-  if (!options.fq && options.htb) p.htb = htb_params_for(shape);
+  if (options.fq) p.fq = fq_params_for(p.shape);
+  if (!options.fq && options.htb) p.htb = htb_params_for(p.shape);
   return p;
 }
 
@@ -155,6 +165,21 @@ Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::strin
   o.htb = r.word == "htb";
   o.no_fq_reason = r.reason;
   return o;
+}
+
+std::string format_time_scale(const LabModel& m) {
+  return format_record(format_factor(m.time_scale.factor), m.time_scale_why);
+}
+
+Result<void> parse_time_scale(const std::string& text, const std::string& path, LabModel& m) {
+  const Record r = parse_record(text);
+  char* end = nullptr;
+  const double f = std::strtod(r.word.c_str(), &end);
+  if (r.word.empty() || *end != '\0' || !(f >= 1 && f <= kMaxTimeScale))
+    return make_error(path + ": not a time scale: " + text, EINVAL);
+  m.time_scale.factor = f;
+  m.time_scale_why = r.reason;
+  return ok();
 }
 
 std::string format_rdma_choice(const RdmaChoice& c) {
@@ -270,7 +295,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     if (m.addresses.loopback[id])
       plan.actions.push_back(AddAddress{ns, "lo", Prefix{*m.addresses.loopback[id], 32}});
     for (const Route& r : m.routes[id]) {
-      AddRoute a{ns, r.dst, {}, r.src};
+      AddRoute a{ns, r.dst, {}, r.src, n.role == Role::Host ? host_rto_min_ms(m) : std::nullopt};
       for (const Nexthop& h : r.nexthops)
         a.hops.push_back({h.gateway, t.links[h.link].end(node).ifname});
       plan.actions.push_back(std::move(a));
@@ -311,6 +336,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
       ++plan.rxe_devices;
     }
   plan.actions.push_back(WriteFile{paths.rdma_file(), format_rdma_choice(options.rdma)});
+  plan.actions.push_back(WriteFile{paths.time_scale_file(), format_time_scale(m)});
 
   // The link model, once every port exists and is up. Its maps outlive this process, pinned
   // in bpffs; the program lives as long as some port holds it. Loaded in every lab, so that
@@ -379,6 +405,7 @@ std::string describe(const Action& action) {
       std::string s = "add route " + a.dst.str() + " in " + a.ns + " via";
       for (const auto& h : a.hops) s += " " + h.gateway.str() + "@" + h.ifname;
       if (a.src) s += " src " + a.src->str();
+      if (a.rto_min_ms) s += " rto_min lock " + std::to_string(*a.rto_min_ms) + "ms";
       return s;
     }
     std::string operator()(const WriteFile& a) const { return "write " + a.path; }

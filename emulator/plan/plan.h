@@ -113,6 +113,8 @@ struct AddRoute {
   };
   std::vector<Hop> hops;
   std::optional<Ipv4> src;  // preferred source address
+  // TCP's minimum RTO for connections over this route (a locked RTAX_RTO_MIN metric), in ms.
+  std::optional<uint32_t> rto_min_ms;
 };
 
 struct WriteFile {
@@ -182,6 +184,10 @@ Result<RdmaChoice> parse_rdma_choice(const std::string& text, const std::string&
 std::string format_ovs_choice(const OvsChoice& choice);
 Result<OvsChoice> parse_ovs_choice(const std::string& text, const std::string& path);
 
+// The lab's time scale as the run dir keeps it (LabPaths::time_scale_file): "FACTOR why".
+std::string format_time_scale(const LabModel& m);
+Result<void> parse_time_scale(const std::string& text, const std::string& path, LabModel& m);
+
 // What the running kernel lets the link model do (probed by the caller: plans are pure).
 struct PlanOptions {
   bool fq = true;  // sch_fq exists: departure times (delay, jitter, exact rate); else policer
@@ -193,6 +199,13 @@ struct PlanOptions {
   RdmaChoice rdma;  // soft-RoCE on the hosts, as `up` decided
   OvsChoice ovs;    // with fabric.switch: ovs
 };
+
+// Linux's TCP_RTO_MIN, and the longest RTO it ever waits (TCP_RTO_MAX), in ms.
+inline constexpr uint64_t kLinuxRtoMinNs = 200'000'000;
+inline constexpr uint64_t kMaxRtoMs = 120'000;
+// The hosts' TCP RTO floor on their routes, in wall ms: the scenario's hosts.tcp_rto_min
+// dilated (Linux's 200ms when a dilated lab names none); unset: the kernel's own.
+std::optional<uint32_t> host_rto_min_ms(const LabModel& m);
 
 // The hex cpumask of CPUs 0..n-1 in the kernel's format (32-bit groups joined by commas).
 std::string cpu_mask(int cpus);
@@ -228,7 +241,8 @@ Plan make_plan(const LabModel& model, const LabPaths& paths, int pool,
 // "a>b: delay 2us" lines; empty when fq is there or nothing needs it.
 std::vector<std::string> needs_fq(const LabModel& model);
 
-// The ShapePort of one direction of a link shaped like `shape`, with fq limits for it.
+// The ShapePort of one direction of a link shaped like `shape` in the real fabric: the port gets
+// it dilated by the lab's time scale, with fq (or htb) limits for that.
 ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_a,
                   const PlanOptions& options, const LinkShape& shape);
 

@@ -10,13 +10,40 @@
 namespace fabemu {
 namespace {
 
+// A unit for an axis whose values reach `max`: the largest of `units` (name, scale) under which
+// the values stay at least 1, so that a dilated lab's milliseconds or Gbit/s read as such.
+struct Unit {
+  const char* name;
+  double scale;  // value in the unit = value * scale
+};
+Unit unit_for(double max, std::initializer_list<Unit> units) {
+  Unit best = *units.begin();
+  for (const Unit& u : units)
+    if (max * u.scale >= 1) return u;
+  return best;
+}
+
+Unit time_unit(double max_s) {
+  return unit_for(max_s, {{"s", 1}, {"ms", 1e3}, {"us", 1e6}, {"ns", 1e9}});
+}
+
+Unit rate_unit(double max_bps) {
+  return unit_for(max_bps, {{"Tbit/s", 1e-12}, {"Gbit/s", 1e-9}, {"Mbit/s", 1e-6}, {"kbit/s", 1e-3},
+                            {"bit/s", 1}});
+}
+
 // Busbw against size (log2 axis), measured and predicted, per collective step.
 std::string busbw_chart(const RunReport& r) {
   ChartSpec c;
   c.id = "busbw-plot";
   c.title = "Bus bandwidth per message size";
   c.x_title = "message size";
-  c.y_title = "busbw (MB/s)";
+  double top = 0;
+  for (const StepReport& s : r.steps)
+    for (const SizeResult& x : s.results) top = std::max({top, x.busbw_gbps, x.pred_busbw_gbps});
+  const bool gb = top >= 1;
+  c.y_title = gb ? "busbw (GB/s)" : "busbw (MB/s)";
+  const double scale = gb ? 1 : 1e3;
   c.x_label_of = [](double x) { return format_size(static_cast<uint64_t>(std::exp2(x) + 0.5)); };
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const StepReport& s = r.steps[i];
@@ -25,8 +52,8 @@ std::string busbw_chart(const RunReport& r) {
     ChartSpec::Series predicted{"[" + std::to_string(i) + "] predicted", {}, true};
     for (const SizeResult& x : s.results) {
       const double lx = std::log2(double(x.size));
-      measured.points.push_back({lx, x.busbw_gbps * 1e3});
-      if (x.pred_busbw_gbps >= 0) predicted.points.push_back({lx, x.pred_busbw_gbps * 1e3});
+      measured.points.push_back({lx, x.busbw_gbps * scale});
+      if (x.pred_busbw_gbps >= 0) predicted.points.push_back({lx, x.pred_busbw_gbps * scale});
       if (std::find(c.x_ticks.begin(), c.x_ticks.end(), lx) == c.x_ticks.end())
         c.x_ticks.push_back(lx);
     }
@@ -36,10 +63,10 @@ std::string busbw_chart(const RunReport& r) {
   return line_chart(c);
 }
 
-std::vector<ChartSpec::Marker> fault_markers(const RunReport& r) {
+std::vector<ChartSpec::Marker> fault_markers(const RunReport& r, const Unit& time) {
   std::vector<ChartSpec::Marker> out;
   for (const AppliedFault& f : r.faults)
-    if (f.done) out.push_back({f.applied_s, f.step.what});
+    if (f.done) out.push_back({f.applied_s * time.scale, f.step.what});
   return out;
 }
 
@@ -55,13 +82,19 @@ std::pair<std::string, std::string> link_charts(const LabModel& m, const RunRepo
     total[d] = double(g.bytes);
     dropped[d] = g.drops;
   }
+  // The real fabric's time and rates: a dilated lab's are N times shorter and faster.
+  const double span = r.samples.empty() ? 1 : r.samples.back().t_s;
+  const Unit time = time_unit(span);
+  double peak = 0;
+  for (size_t d = 0; d < dirs; ++d) peak = std::max(peak, total[d] * 8 / std::max(span, 1e-12));
+  const Unit bits = rate_unit(peak);
   // Direction d's `per_second` (of the growth between consecutive samples) over time.
-  auto series = [&](size_t d, double (*per_second)(const DirectionSample&, double)) {
+  auto series = [&](size_t d, auto per_second) {
     ChartSpec::Series s{direction_name(t, static_cast<int>(d / 2), d % 2 == 1), {}};
     for (size_t i = 1; i < r.samples.size(); ++i) {
-      const double dt = std::max(1e-6, r.samples[i].t_s - r.samples[i - 1].t_s);
-      s.points.push_back(
-          {r.samples[i].t_s, per_second(growth(r.samples[i - 1], r.samples[i], d), dt)});
+      const double dt = std::max(1e-12, r.samples[i].t_s - r.samples[i - 1].t_s);
+      s.points.push_back({r.samples[i].t_s * time.scale,
+                          per_second(growth(r.samples[i - 1], r.samples[i], d), dt)});
     }
     return s;
   };
@@ -71,27 +104,31 @@ std::pair<std::string, std::string> link_charts(const LabModel& m, const RunRepo
   ChartSpec rate;
   rate.id = "link-plot";
   rate.title = "Busiest link directions over time";
-  rate.x_title = "seconds since the workload started";
-  rate.y_title = "Mbit/s";
-  rate.markers = fault_markers(r);
+  rate.x_title = std::string(time.name) + " since the workload started" +
+                 (m.time_scale.dilated() ? " (the real fabric's time)" : "");
+  rate.y_title = bits.name;
+  rate.markers = fault_markers(r, time);
   ChartSpec drops = rate;
   drops.id = "drop-plot";
   drops.title = "Frames dropped by the link model (loss, queue, down) over time";
-  drops.y_title = "drops per second";
+  drops.y_title = std::string("drops per ") + (time.scale == 1 ? "second" : time.name);
   for (size_t k = 0; k < std::min<size_t>(6, order.size()); ++k) {
     const size_t d = order[k];
     if (total[d] <= 0) break;
-    rate.series.push_back(series(d, [](const DirectionSample& g, double dt) {
-      return double(g.bytes) * 8 / dt / 1e6;  // Mbit/s
+    rate.series.push_back(series(d, [&](const DirectionSample& g, double dt) {
+      return double(g.bytes) * 8 / dt * bits.scale;
     }));
   }
   for (size_t d = 0; d < dirs && drops.series.size() < 8; ++d)
     if (dropped[d])
       drops.series.push_back(
-          series(d, [](const DirectionSample& g, double dt) { return double(g.drops) / dt; }));
+          series(d, [&](const DirectionSample& g, double dt) {
+            return double(g.drops) / dt / time.scale;
+          }));
   if (drops.series.empty() && r.samples.size() >= 2)  // an empty chart would look broken
-    drops.series.push_back(
-        {"no link dropped a frame", {{r.samples.front().t_s, 0}, {r.samples.back().t_s, 0}}});
+    drops.series.push_back({"no link dropped a frame",
+                            {{r.samples.front().t_s * time.scale, 0},
+                             {r.samples.back().t_s * time.scale, 0}}});
   return {line_chart(rate), line_chart(drops)};
 }
 
@@ -103,6 +140,12 @@ std::string fixed(double v, int decimals) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+// A time of the real fabric: seconds as before, or with its unit when the lab was dilated.
+std::string real_time(const LabModel& m, double s) {
+  if (!m.time_scale.dilated()) return fixed(s, 3);
+  return format_time_short(static_cast<uint64_t>(s * 1e9));
 }
 
 }  // namespace
@@ -123,22 +166,36 @@ std::string report_html(const LabModel& m, const RunReport& r) {
        " switches (" + (ovs_switches(m) ? "Open vSwitch" : "routers") + "), " +
        std::to_string(t.links.size()) + " links; reachability " + std::to_string(r.reachable) +
        "/" + std::to_string(r.pairs) + " host pairs.</p>\n";
+  if (m.time_scale.dilated()) {
+    double wall = 0;
+    for (const StepReport& s : r.steps) wall = std::max(wall, s.wall_start_s + s.wall_seconds);
+    const std::string n = format_factor(m.time_scale.factor);
+    h += "<p id=\"dilation\"><b>dilated x" + n + ": " + fixed(wall, 1) +
+         " s of wall clock.</b> The lab ran " + n +
+         " times slower than the real fabric the scenario describes (" +
+         xml_escape(m.time_scale_why) +
+         "); every time, rate and bandwidth on this page is the real fabric's.</p>\n";
+  }
   h += "<h2>Topology</h2>\n<p>Links coloured by the share of their rate they carried over the "
        "run (green idle, orange busy), red where the link model dropped more than 1% of the "
        "frames; hover for figures.</p>\n" +
        topology_svg(m, &r);
-  h += "<h2>Workload</h2>\n<table id=\"steps\"><tr><th>step</th><th>verdict</th><th>start "
-       "(s)</th><th>seconds</th></tr>\n";
+  const bool dilated = m.time_scale.dilated();
+  h += std::string("<h2>Workload</h2>\n<table id=\"steps\"><tr><th>step</th><th>verdict</th>") +
+       (dilated ? "<th>start</th><th>took</th><th>wall clock (s)</th>"
+                : "<th>start (s)</th><th>seconds</th>") +
+       "</tr>\n";
   for (const StepReport& s : r.steps)
     h += "<tr>" + td(s.title) + "<td class=\"" +
          (s.ok ? "ok\">ok" : "bad\">FAILED: " + xml_escape(s.failure)) + "</td>" +
-         td(fixed(s.start_s, 2)) + td(fixed(s.seconds, 2)) + "</tr>\n";
+         td(real_time(m, s.start_s)) + td(real_time(m, s.seconds)) +
+         (dilated ? td(fixed(s.wall_seconds, 2)) : "") + "</tr>\n";
   h += "</table>\n" + busbw_chart(r);
   if (!r.faults.empty()) {
-    h += "<h2>Fault timeline</h2>\n<table id=\"faults\"><tr><th>due (s)</th><th>applied "
-         "(s)</th><th>fault</th><th>result</th></tr>\n";
+    h += "<h2>Fault timeline</h2>\n<table id=\"faults\"><tr><th>due</th><th>applied"
+         "</th><th>fault</th><th>result</th></tr>\n";
     for (const AppliedFault& f : r.faults) {
-      h += "<tr>" + td(fixed(f.due_s, 3)) + td(f.done ? fixed(f.applied_s, 3) : "-") +
+      h += "<tr>" + td(real_time(m, f.due_s)) + td(f.done ? real_time(m, f.applied_s) : "-") +
            td(f.step.what) +
            td(f.done            ? f.detail
               : f.error.empty() ? "not reached (the workload ended)"

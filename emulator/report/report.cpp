@@ -10,30 +10,6 @@
 
 namespace fabemu {
 
-std::vector<SizeResult> read_benchmark_results(const std::string& text) {
-  std::vector<SizeResult> out;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    // A line cut short by a killed rank does not parse: the step's verdict says what happened.
-    const Json n = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!n.is_object() || n.value("type", "") != "result") continue;
-    try {
-      SizeResult r;
-      r.size = n.at("size").get<uint64_t>();
-      r.time_us = n.at("time_us").get<double>();
-      r.busbw_gbps = n.at("busbw_gbps").get<double>();
-      r.wrong = n.at("wrong").get<uint64_t>();
-      if (n.contains("pred_busbw_gbps") && n["pred_busbw_gbps"].is_number())
-        r.pred_busbw_gbps = n["pred_busbw_gbps"].get<double>();
-      if (n.contains("rank_time_us")) r.rank_time_us = n["rank_time_us"].get<std::vector<double>>();
-      out.push_back(std::move(r));
-    } catch (const Json::exception&) {
-      // A result line without its fields is not one this version wrote: skipped.
-    }
-  }
-  return out;
-}
-
 DirectionSample growth(const TelemetrySample& from, const TelemetrySample& to, size_t d) {
   DirectionSample g = to.dirs.at(d);
   if (d >= from.dirs.size()) return g;
@@ -115,10 +91,14 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
   std::string out;
   auto line = [&](const Json& j) { out += json_text(j) + "\n"; };
   auto or_null = [](bool has, double v) { return has ? Json(v) : Json(nullptr); };
+  // Times and rates are the real fabric's; wall_* are the lab's wall clock (time_scale times
+  // longer when dilated).
   line({{"type", "run"},
         {"lab", r.lab},
         {"scenario", r.scenario_file},
         {"seed", r.seed},
+        {"time_scale", m.time_scale.factor},
+        {"time_scale_why", m.time_scale_why},
         {"hosts", t.host_count()},
         {"switches", t.switches().size()},
         {"links", t.links.size()},
@@ -132,13 +112,16 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
           {"ok", s.ok},
           {"failure", s.failure},
           {"start_s", s.start_s},
-          {"seconds", s.seconds}});
+          {"seconds", s.seconds},
+          {"wall_start_s", s.wall_start_s},
+          {"wall_seconds", s.wall_seconds}});
     for (const SizeResult& res : s.results)
       line({{"type", "result"},
             {"step", i},
             {"collective", s.collective},
             {"size", res.size},
             {"time_us", res.time_us},
+            {"wall_time_us", res.wall_time_us},
             {"busbw_gbps", res.busbw_gbps},
             {"wrong", res.wrong},
             {"pred_busbw_gbps", or_null(res.pred_busbw_gbps >= 0, res.pred_busbw_gbps)},
@@ -150,6 +133,8 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
           {"target", f.step.target},
           {"due_s", f.due_s},
           {"applied_s", or_null(f.done, f.applied_s)},
+          {"wall_due_s", f.due_wall_s},
+          {"wall_applied_s", or_null(f.done, f.applied_wall_s)},
           {"done", f.done},
           {"detail", f.detail},
           {"error", f.error}});
@@ -165,7 +150,7 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
                       {"queue_delay_p99_ns", x.queue_delay_p99_ns},
                       {"shaped", x.shaped}});
     }
-    Json j = {{"type", "sample"}, {"t_s", s.t_s}, {"directions", dirs}};
+    Json j = {{"type", "sample"}, {"t_s", s.t_s}, {"wall_s", s.wall_s}, {"directions", dirs}};
     if (!s.rxe.empty()) j["rxe"] = s.rxe;
     line(j);
   }

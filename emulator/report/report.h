@@ -9,23 +9,18 @@
 #include "plan/plan.h"
 #include "runtime/faults.h"
 #include "runtime/telemetry.h"
+#include "runtime/workload.h"
 
 namespace fabemu {
-
-// One result line of the collective benchmark (fabemu-collective --json-out).
-struct SizeResult {
-  uint64_t size = 0;
-  double time_us = 0, busbw_gbps = 0;
-  double pred_busbw_gbps = -1;  // -1: no prediction
-  uint64_t wrong = 0;
-  std::vector<double> rank_time_us;
-};
 
 struct StepReport {
   std::string title;
   bool ok = false;
   std::string failure;
-  double start_s = 0, seconds = 0;  // relative to the workload's start
+  // Relative to the workload's start, in the real fabric's time; and on the wall clock (N
+  // times longer in a dilated lab).
+  double start_s = 0, seconds = 0;
+  double wall_start_s = 0, wall_seconds = 0;
   std::string collective;           // empty for exec steps
   std::vector<SizeResult> results;
 };
@@ -44,9 +39,6 @@ struct RunReport {
   std::vector<TelemetrySample> samples;
   std::vector<ExpectResult> expectations;
 };
-
-// Reads fabemu-collective's JSON lines ("type":"result" lines); unreadable lines are skipped.
-std::vector<SizeResult> read_benchmark_results(const std::string& json_lines);
 
 // Checks the scenario's `expect:` against the report; the results in scenario order.
 std::vector<ExpectResult> check_expectations(const Expectations& e, const RunReport& r);

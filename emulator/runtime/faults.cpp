@@ -99,6 +99,7 @@ FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vect
   for (auto& s : steps) {
     AppliedFault a;
     a.due_s = 1e-9 * double(s.at_ns);
+    a.due_wall_s = model.time_scale.wall_s(a.due_s);
     a.step = std::move(s);
     log_.push_back(std::move(a));
   }
@@ -125,16 +126,19 @@ std::vector<AppliedFault> FaultPlayer::log() const {
 
 void FaultPlayer::run(std::stop_token stop) {
   for (size_t i = 0; i < log_.size(); ++i) {
-    const auto due = t0_ + std::chrono::nanoseconds(log_[i].step.at_ns);
+    // The timeline is the real fabric's; a dilated lab plays it N times slower.
+    const auto due =
+        t0_ + std::chrono::nanoseconds(model_.time_scale.wall_ns(log_[i].step.at_ns));
     {
       std::unique_lock lock(mu_);
       cv_.wait_until(lock, stop, due, [] { return false; });
       if (stop.stop_requested()) return;
     }
     auto r = apply(log_[i].step);
-    const double at = std::chrono::duration<double>(Clock::now() - t0_).count();
+    const double wall = std::chrono::duration<double>(Clock::now() - t0_).count();
     std::lock_guard lock(mu_);
-    log_[i].applied_s = at;
+    log_[i].applied_s = model_.time_scale.real_s(wall);
+    log_[i].applied_wall_s = wall;
     log_[i].done = static_cast<bool>(r);
     if (r)
       log_[i].detail = *r;

@@ -36,16 +36,19 @@ struct FaultStep {
 std::vector<FaultStep> expand_faults(const Scenario& scenario);
 
 // What happened to one step: when it was due and when it took effect, both relative to the
-// workload's start, and what went wrong if it failed.
+// workload's start in the real fabric's time (and on the wall clock: a dilated lab's times are
+// N times longer), and what went wrong if it failed.
 struct AppliedFault {
   FaultStep step;
   double due_s = 0, applied_s = 0;
+  double due_wall_s = 0, applied_wall_s = 0;
   bool done = false;  // false: failed (error says why) or not reached before the end
   std::string error;
   std::string detail;  // "routes changed on 4 switches", ...
 };
 
-// Plays the timeline from `start` on a thread of its own; stop() (or the destructor) ends it
+// Plays the timeline from `start` on a thread of its own, at the lab's time scale (a step due at
+// t of the real fabric is applied t x N after the start); stop() (or the destructor) ends it
 // and skips what was not due yet. Link steps go through the link model's maps (`down` drops
 // everything in both directions) and, with reroute, replace the routes of every router switch
 // with the plan for the fabric without the failed links (what a routing protocol would

@@ -1,6 +1,9 @@
 // Building a node's context: paths from LabPaths, rank environment from the model.
 #include "runtime/host_env.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "apply/ovs.h"
 
 namespace fabemu {
@@ -53,6 +56,15 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
   // Soft-RoCE: the host's own rxe device (names are global, every host sees all of them) and
   // GID index 1, its RoCEv2 entry with the NIC's IPv4 address. NCCL matches NCCL_IB_HCA as a
   // prefix (h1 would take h10's too) unless it starts with '='.
+  // Time dilation: the factor for programs that scale their own sleeps and timeouts, and the
+  // transports' retransmission timers that can be set from the environment, dilated.
+  c.env.push_back({"FABEMU_TIME_SCALE", format_factor(m.time_scale.factor)});
+  if (m.time_scale.dilated()) {
+    // NCCL: 4.096 us x 2^NCCL_IB_TIMEOUT, 20 by default; UCX: 1 s by default.
+    const int extra = static_cast<int>(std::ceil(std::log2(m.time_scale.factor)));
+    c.env.push_back({"NCCL_IB_TIMEOUT", std::to_string(std::min(31, 20 + extra))});
+    c.env.push_back({"UCX_RC_TIMEOUT", format_factor(m.time_scale.factor) + "s"});
+  }
   if (m.rdma.rxe)
     c.env.insert(c.env.end(), {{"NCCL_IB_HCA", "=" + paths.rxe_name(n.name)},
                                {"NCCL_IB_GID_INDEX", "1"},

@@ -137,8 +137,8 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
   bool timed_out = false;
   auto killed_at = Clock::time_point::max();
 
-  auto emit = [](const std::string& text) {
-    (void)!::write(STDOUT_FILENO, text.data(), text.size());
+  auto emit = [&options](const std::string& text) {
+    if (options.echo) (void)!::write(STDOUT_FILENO, text.data(), text.size());
   };
   size_t open = children.size();
   std::vector<pollfd> pfds;

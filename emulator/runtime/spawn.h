@@ -32,7 +32,8 @@ struct NodeExit {
 };
 
 struct RunOptions {
-  bool tag = true;  // prefix each output line with "[node] "
+  bool tag = true;   // prefix each output line with "[node] "
+  bool echo = true;  // the output to ours; false: read and dropped
   // 0: wait for ever. At the deadline every process group gets SIGTERM, SIGKILL 3 s later.
   std::chrono::milliseconds timeout{0};
   std::string cwd;  // where the commands start (empty: fabemu's own)

@@ -55,7 +55,8 @@ std::string TelemetrySampler::error() const {
 TelemetrySample TelemetrySampler::take() {
   const Topology& t = model_.topo;
   TelemetrySample s;
-  s.t_s = std::chrono::duration<double>(Clock::now() - t0_).count();
+  s.wall_s = std::chrono::duration<double>(Clock::now() - t0_).count();
+  s.t_s = model_.time_scale.real_s(s.wall_s);
   s.dirs.resize(2 * t.links.size());
   auto note = [&](const Error& e) {
     std::lock_guard lock(mu_);
@@ -77,7 +78,8 @@ TelemetrySample TelemetrySampler::take() {
           d.packets = st.counters.packets;
           d.drops = st.counters.drops();
           d.ce_marks = st.counters.ce_marks;
-          d.queue_delay_p99_ns = queue_delay_quantile(st.counters, 0.99);
+          d.queue_delay_p99_ns = static_cast<uint64_t>(
+              model_.time_scale.real_ns(double(queue_delay_quantile(st.counters, 0.99))));
           continue;
         }
       }

@@ -21,12 +21,14 @@ namespace fabemu {
 struct DirectionSample {
   uint64_t bytes = 0, packets = 0;
   uint64_t drops = 0, ce_marks = 0;
-  uint64_t queue_delay_p99_ns = 0;  // of everything counted so far (histogram upper bound)
+  // Of everything counted so far (histogram upper bound), in the real fabric's time.
+  uint64_t queue_delay_p99_ns = 0;
   bool shaped = false;              // counters from the link model; else the port's kernel tx
 };
 
 struct TelemetrySample {
-  double t_s = 0;                                              // since the workload started
+  double t_s = 0;     // since the workload started, in the real fabric's time
+  double wall_s = 0;  // the same on the wall clock (N times longer in a dilated lab)
   std::vector<DirectionSample> dirs;                           // index 2 * link + (b_to_a ? 1 : 0)
   std::map<std::string, std::map<std::string, uint64_t>> rxe;  // host -> hw counter -> value
 };

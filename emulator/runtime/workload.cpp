@@ -8,12 +8,14 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <sstream>
 
 #include "apply/link_control.h"
 #include "model/collective_model.h"
 #include "runtime/host_env.h"
 #include "runtime/spawn.h"
 #include "util/files.h"
+#include "util/json.h"
 
 namespace fabemu {
 namespace {
@@ -31,7 +33,10 @@ Topology live_topology(const LabModel& m, const LabPaths& paths) {
   if (!lm) return t;
   for (const DirectionState& d : lm->dirs) {
     Link& l = t.links[d.dir.link];
-    (d.dir.b_to_a ? l.b_to_a : l.a_to_b) = d.shaped ? d.shape : LinkShape{};
+    LinkShape shape = d.shaped ? d.shape : LinkShape{};
+    // Without fq no delay is added, whatever the shape says: predict what the links do.
+    if (!lm->mode.fq) shape.delay_ns = shape.jitter_ns = 0;
+    (d.dir.b_to_a ? l.b_to_a : l.a_to_b) = shape;
   }
   return t;
 }
@@ -50,6 +55,25 @@ std::string describe_exits(const std::vector<NodeExit>& exits, std::chrono::seco
 }
 
 }  // namespace
+
+WorkloadOptions workload_options(const std::string& scenario_file) {
+  WorkloadOptions o;
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  o.fabemu = n > 0 ? std::string(self, static_cast<size_t>(n)) : "fabemu";
+  const std::string dir = o.fabemu.substr(0, o.fabemu.rfind('/') + 1);
+  o.collective = dir + "fabemu-collective";
+  if (!path_exists(o.collective) && path_exists(dir + "collective/fabemu-collective"))
+    o.collective = dir + "collective/fabemu-collective";
+  const size_t slash = scenario_file.rfind('/');
+  o.scenario_dir = slash == std::string::npos ? "." : scenario_file.substr(0, slash);
+  if (o.scenario_dir.empty()) o.scenario_dir = "/";
+  if (char* real = ::realpath(o.scenario_dir.c_str(), nullptr)) {
+    o.scenario_dir = real;
+    std::free(real);
+  }
+  return o;
+}
 
 Result<void> stage_binaries(WorkloadOptions& o, const LabPaths& paths) {
   namespace fs = std::filesystem;
@@ -122,11 +146,40 @@ std::string live_predictions(const LabModel& m, const LabPaths& paths,
                           m.scenario.fabric.mtu);
 }
 
+std::vector<SizeResult> read_benchmark_results(const std::string& text) {
+  std::vector<SizeResult> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    // A line cut short by a killed rank does not parse: the step's verdict says what happened.
+    const Json n = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!n.is_object() || n.value("type", "") != "result") continue;
+    try {
+      SizeResult r;
+      r.size = n.at("size").get<uint64_t>();
+      r.time_us = n.at("time_us").get<double>();
+      r.wall_time_us = n.value("wall_time_us", r.time_us);
+      r.busbw_gbps = n.at("busbw_gbps").get<double>();
+      r.wrong = n.at("wrong").get<uint64_t>();
+      if (n.contains("pred_busbw_gbps") && n["pred_busbw_gbps"].is_number())
+        r.pred_busbw_gbps = n["pred_busbw_gbps"].get<double>();
+      if (n.contains("rank_time_us"))
+        r.rank_time_us = n["rank_time_us"].get<std::vector<double>>();
+      out.push_back(std::move(r));
+    } catch (const Json::exception&) {
+      // A result line without its fields is not one this version wrote: skipped.
+    }
+  }
+  return out;
+}
+
 std::string ratio_note(const std::string& json_lines) {
   double worst = 1;
-  for (size_t at = json_lines.find("\"ratio\":"); at != std::string::npos;
-       at = json_lines.find("\"ratio\":", at + 1))
-    worst = std::min(worst, std::strtod(json_lines.c_str() + at + 8, nullptr));
+  std::istringstream lines(json_lines);
+  for (std::string line; std::getline(lines, line);) {
+    const Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("ratio") && j["ratio"].is_number())
+      worst = std::min(worst, j["ratio"].get<double>());
+  }
   if (worst >= 0.5) return "";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f", worst);
@@ -139,8 +192,10 @@ std::string ratio_note(const std::string& json_lines) {
 StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
                     const WorkloadOptions& o) {
   const WorkloadStep& w = m.scenario.workload.at(index);
+  // A timeout the scenario gives is the real fabric's; the default is wall clock.
   const auto timeout =
-      w.timeout_ns ? std::chrono::seconds(*w.timeout_ns / 1'000'000'000ULL) : o.default_timeout;
+      w.timeout_ns ? std::chrono::seconds(m.time_scale.wall_ns(*w.timeout_ns) / 1'000'000'000ULL)
+                   : o.default_timeout;
   const auto hosts = m.topo.hosts();
   std::vector<NodeContext> all;
   for (int h : hosts) all.push_back(node_context(m, paths, h));
@@ -148,6 +203,7 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
   const auto start = std::chrono::steady_clock::now();
   RunOptions run;
   run.timeout = timeout;
+  run.echo = o.echo;
   std::vector<NodeContext> nodes;
   std::vector<std::string> argv;
 

@@ -16,8 +16,25 @@ struct WorkloadOptions {
   std::string fabemu;        // this binary: the rsh agent mpirun starts its daemons with
   std::string collective;    // the fabemu-collective binary
   std::string scenario_dir;  // exec steps start here, so relative paths mean the scenario's
-  std::chrono::seconds default_timeout{600};
+  std::chrono::seconds default_timeout{600};  // of wall clock
+  bool echo = true;  // the programs' output to ours (false: dropped, as calibration wants)
 };
+
+// One result line of the collective benchmark (fabemu-collective --json-out), in the real
+// fabric's time (the benchmark divides by the lab's time scale).
+struct SizeResult {
+  uint64_t size = 0;
+  double time_us = 0, busbw_gbps = 0;
+  double wall_time_us = 0;      // the same time on the lab's wall clock
+  double pred_busbw_gbps = -1;  // -1: no prediction
+  uint64_t wrong = 0;
+  std::vector<double> rank_time_us;
+  // busbw over the prediction; 0 without one.
+  double ratio() const { return pred_busbw_gbps > 0 ? busbw_gbps / pred_busbw_gbps : 0; }
+};
+
+// Reads fabemu-collective's JSON lines ("type":"result" lines); unreadable lines are skipped.
+std::vector<SizeResult> read_benchmark_results(const std::string& json_lines);
 
 struct StepResult {
   std::string title;  // "workload[0] allreduce (gloo, tcp)"
@@ -31,6 +48,10 @@ struct StepResult {
 // A note when a collective's busbw fell far below the model's prediction (`ratio` fields of
 // fabemu-collective's JSON lines): then the machine, not the emulated fabric, set the speed.
 std::string ratio_note(const std::string& json_lines);
+
+// Where the workload's programs are: fabemu-collective beside this binary (installed) or in
+// the build tree's collective/ directory; exec steps start in the scenario file's directory.
+WorkloadOptions workload_options(const std::string& scenario_file);
 
 // Copies fabemu and fabemu-collective into the lab's shared directory and points `o` at the
 // copies: hosts see the machine's files except /tmp (each has its own), and a build tree may

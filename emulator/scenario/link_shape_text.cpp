@@ -84,6 +84,18 @@ Result<void> set_link_shape_field(LinkShape& s, std::string_view key, std::strin
     if (off) return assign(s.rate_bps, Result<uint64_t>(uint64_t{0}));
     return assign(s.rate_bps, parse_rate(text));
   }
+  if (key == "ecn_threshold" && !off && !text.empty() && text.back() != 's') {
+    // A backlog, as switches configure their ECN marking threshold (K).
+    auto bytes = parse_size_bytes(text);
+    if (!bytes)
+      return make_error(bytes.error().message +
+                            " (an ECN threshold is a time like 40us or a backlog like 200K)",
+                        EINVAL);
+    if (*bytes == 0) return make_error("ecn_threshold must be > 0; e.g. 40us or 200K", EINVAL);
+    s.ecn_threshold_bytes = *bytes;
+    return ok();
+  }
+  if (key == "ecn_threshold" && off) s.ecn_threshold_bytes = 0;
   if (key == "delay" || key == "jitter" || key == "ecn_threshold") {
     auto& field = key == "delay" ? s.delay_ns : key == "jitter" ? s.jitter_ns : s.ecn_threshold_ns;
     if (off) return assign(field, Result<uint64_t>(uint64_t{0}));

@@ -77,9 +77,15 @@ HostLimits read_limits(const Field& map) {
 }
 
 HostsSpec read_hosts(const Field& f) {
-  f.check_keys({"cpu", "memory", "tcp_congestion", "overrides"});
+  f.check_keys({"cpu", "memory", "tcp_congestion", "tcp_rto_min", "overrides"});
   HostsSpec hosts;
   hosts.defaults = read_limits(f);
+  if (auto rto = f.find("tcp_rto_min")) {
+    hosts.tcp_rto_min_ns = rto->parsed(parse_time_ns);
+    // The kernel keeps it in whole milliseconds, and never waits longer than 120 s.
+    if (*hosts.tcp_rto_min_ns < 1'000'000 || *hosts.tcp_rto_min_ns > 120'000'000'000ULL)
+      rto->fail("tcp_rto_min must be 1ms..120s (Linux's default is 200ms), e.g. 5ms");
+  }
   if (auto cc = f.find("tcp_congestion")) {
     hosts.tcp_congestion = cc->str();
     const bool word = !hosts.tcp_congestion.empty() &&
@@ -129,6 +135,30 @@ LinksSpec read_links(const Field& f, uint32_t mtu) {
   return links;
 }
 
+TimeScaleSpec read_time_scale(const Field& f) {
+  TimeScaleSpec t;
+  t.loc = f.loc();
+  if (f.is_scalar() && f.str() == "auto") {
+    t.automatic = true;
+    return t;
+  }
+  if (!f.is_scalar()) f.fail("expected auto or a number >= 1, e.g. 1000");
+  t.factor = f.number();
+  if (t.factor < 1 || t.factor > 1e6)
+    f.fail("time_scale must be auto or a number from 1 (real time) to 1000000, e.g. 1000");
+  return t;
+}
+
+TelemetrySpec read_telemetry(const Field& f) {
+  f.check_keys({"interval"});
+  TelemetrySpec t;
+  if (auto i = f.find("interval")) {
+    t.interval_ns = i->parsed(parse_time_ns);
+    if (*t.interval_ns == 0) i->fail("interval must be > 0; e.g. 250ms (or 100us of a dilated lab)");
+  }
+  return t;
+}
+
 RdmaMode read_rdma(const Field& f) {
   f.check_keys({"enabled"});
   auto enabled = f.find("enabled");
@@ -146,8 +176,8 @@ std::optional<Field> section(const Field& root, std::string_view key) {
 
 Scenario read_scenario(const Field& root) {
   if (root.is_null()) root.fail("empty scenario; it needs at least name and topology");
-  root.check_keys({"name", "seed", "topology", "fabric", "hosts", "links", "rdma", "workload",
-                   "faults", "expect"});
+  root.check_keys({"name", "seed", "time_scale", "topology", "fabric", "hosts", "links", "rdma",
+                   "workload", "faults", "telemetry", "expect"});
   Scenario s;
   Field name = root.at("name");
   s.name = name.str();
@@ -156,6 +186,7 @@ Scenario read_scenario(const Field& root) {
               "starting with '-' (it becomes part of namespace and interface names)");
   }
   if (auto seed = root.find("seed")) s.seed = seed->uint64();
+  if (auto t = root.find("time_scale")) s.time_scale = read_time_scale(*t);
   // The fabric comes first: its MTU bounds the queue sizes of every link shape after it.
   if (auto f = section(root, "fabric")) s.fabric = read_fabric(*f);
   s.topology = read_topology(root.at("topology"), s.fabric.mtu);
@@ -164,6 +195,7 @@ Scenario read_scenario(const Field& root) {
   if (auto f = section(root, "rdma")) s.rdma = read_rdma(*f);
   if (auto f = section(root, "workload")) s.workload = read_workload(*f);
   if (auto f = section(root, "faults")) s.faults = read_faults(*f, s.fabric.mtu);
+  if (auto f = section(root, "telemetry")) s.telemetry = read_telemetry(*f);
   if (auto f = section(root, "expect")) s.expect = read_expect(*f);
   return s;
 }

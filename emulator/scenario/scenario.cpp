@@ -39,6 +39,7 @@ void LinkShape::merge(const LinkShape& over) {
     queue_bytes = over.queue_bytes;
   }
   take_if_set(ecn_threshold_ns, over.ecn_threshold_ns);
+  take_if_set(ecn_threshold_bytes, over.ecn_threshold_bytes);
   take_if_set(down, over.down);
 }
 
@@ -63,6 +64,7 @@ std::string LinkShape::str() const {
   if (queue_ns) add("queue " + format_time_ns(*queue_ns));
   if (queue_bytes) add("queue " + format_size(*queue_bytes));
   if (ecn_threshold_ns) add("ecn_threshold " + format_time_ns(*ecn_threshold_ns));
+  if (ecn_threshold_bytes) add("ecn_threshold " + format_size(*ecn_threshold_bytes));
   return out;
 }
 

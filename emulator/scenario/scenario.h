@@ -38,6 +38,7 @@ struct LinkShape {
   std::optional<uint64_t> queue_ns;
   std::optional<uint64_t> queue_bytes;
   std::optional<uint64_t> ecn_threshold_ns;
+  std::optional<uint64_t> ecn_threshold_bytes;  // the same as a backlog, like a switch's K
   std::optional<bool> down;
 
   // Fields set in `over` replace ours.
@@ -117,6 +118,9 @@ struct HostLimits {
 
 struct HostsSpec {
   HostLimits defaults;
+  // TCP's minimum retransmission timeout on the hosts' routes, in the real fabric's time (Linux
+  // defaults to 200ms; data-centre hosts often set a few ms). Unset: the kernel's own.
+  std::optional<uint64_t> tcp_rto_min_ns;
   // The hosts' TCP congestion control ("cubic", "dctcp", ...); empty: the machine's default,
   // which differs between machines (bbr here, cubic in Debian's kernels).
   std::string tcp_congestion;
@@ -195,10 +199,24 @@ struct Expectations {
   bool empty() const { return !completes && !busbw_min_bps && !max_drops; }
 };
 
+// `time_scale`: the lab runs N times slower than the real fabric the scenario describes (see
+// model/time_scale.h); `auto` picks N from this machine's calibrated capacity.
+struct TimeScaleSpec {
+  bool automatic = false;
+  double factor = 1;  // unless automatic
+  SourceLoc loc;
+};
+
+// How `fabemu run` samples the links, in the real fabric's time.
+struct TelemetrySpec {
+  std::optional<uint64_t> interval_ns;  // unset: every 250 ms of wall clock
+};
+
 struct Scenario {
   std::string file;  // path it was read from ("<string>" for tests)
   std::string name;
   uint64_t seed = 1;
+  TimeScaleSpec time_scale;
   TopologySpec topology;
   FabricSpec fabric;
   HostsSpec hosts;
@@ -206,6 +224,7 @@ struct Scenario {
   RdmaMode rdma = RdmaMode::Auto;
   std::vector<WorkloadStep> workload;
   std::vector<FaultEvent> faults;
+  TelemetrySpec telemetry;
   Expectations expect;
 };
 

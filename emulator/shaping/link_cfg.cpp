@@ -36,6 +36,7 @@ fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer) {
   cfg.queue_bytes = shape.queue_bytes.value_or(0);
   if (cfg.rate_bps && !cfg.queue_ns && !cfg.queue_bytes) cfg.queue_ns = kDefaultQueueNs;
   cfg.ecn_threshold_ns = shape.ecn_threshold_ns.value_or(0);
+  cfg.ecn_threshold_bytes = shape.ecn_threshold_bytes.value_or(0);
   cfg.loss = probability_u32(shape.loss.value_or(0));
   if (shape.loss_burst) set_gilbert_elliott(cfg, *shape.loss_burst);
   cfg.seed = seed;
@@ -65,6 +66,7 @@ LinkShape to_shape(const fabemu_link_cfg& cfg) {
   set(s.queue_ns, cfg.queue_ns);
   set(s.queue_bytes, cfg.queue_bytes);
   set(s.ecn_threshold_ns, cfg.ecn_threshold_ns);
+  set(s.ecn_threshold_bytes, cfg.ecn_threshold_bytes);
   if (cfg.flags & FABEMU_LINK_GE) {
     s.loss_burst = BurstLoss{probability_of(cfg.ge_p), probability_of(cfg.ge_r),
                              probability_of(cfg.ge_loss_bad), probability_of(cfg.ge_loss_good)};

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdarg>
 #include <cstdio>
 #include <limits>
 
@@ -241,6 +242,27 @@ std::string format_time_short(uint64_t ns) {
   }
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g%s", v, unit);
+  return buf;
+}
+
+std::string printf_string(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+std::string format_rate_short(double bps) {
+  const char* unit = "bit/s";
+  for (const char* next : {"kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"}) {
+    if (bps < 1000) break;
+    bps /= 1000;
+    unit = next;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", bps, unit);
   return buf;
 }
 

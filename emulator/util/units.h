@@ -35,5 +35,10 @@ std::string format_time_ns(uint64_t ns);
 std::string format_size(uint64_t bytes);
 // Three significant digits in the largest unit below the value, for people: "16.8ms", "262us".
 std::string format_time_short(uint64_t ns);
+// The same for rates: "23 Mbit/s", "398 Gbit/s".
+std::string format_rate_short(double bps);
+
+// printf into a string (up to 511 characters), for tables.
+std::string printf_string(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace fabemu

@@ -23,6 +23,8 @@ struct FakeProbe : KernelProbe {
   std::map<std::string, Capability> cgroups_ = {{"cpu", {ProbeStatus::Yes, "v2"}},
                                                 {"memory", {ProbeStatus::Yes, "v2"}}};
   std::optional<std::vector<std::string>> cc_ = std::vector<std::string>{"reno", "cubic"};
+  std::optional<Capacity> capacity_;  // kept this boot
+  std::optional<Capacity> measured_;  // what a calibration now would find
   std::map<std::string, int> asked;
 
   Capability fq() override { return ++asked["fq"], fq_; }
@@ -34,6 +36,13 @@ struct FakeProbe : KernelProbe {
   Capability cgroup(const std::string& c) override { return ++asked["cgroup_" + c], cgroups_[c]; }
   std::optional<std::vector<std::string>> congestion_controls() override {
     return ++asked["cc"], cc_;
+  }
+  std::optional<Capacity> capacity(bool measure, std::string& why) override {
+    ++asked[measure ? "calibrate" : "capacity"];
+    if (capacity_) return capacity_;
+    if (measure && measured_) return measured_;
+    why = measure ? "calibration failed" : "not calibrated";
+    return std::nullopt;
   }
 };
 

@@ -1,0 +1,178 @@
+// Calibration: one small lab, its links' rate raised live between Gloo allreduces until the
+// busbw falls behind the link model; the capacity kept per boot in the run root.
+#include "runtime/calibrate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "apply/kernel_backend.h"
+#include "apply/lab.h"
+#include "apply/link_control.h"
+#include "scenario/loader.h"
+#include "util/files.h"
+#include "util/json.h"
+#include "util/units.h"
+
+namespace fabemu {
+namespace {
+
+// Within this of the model, the collective keeps pace with the links.
+constexpr double kKeepsPace = 0.95;
+// Rates tried, each twice the last; the first is what every 2-core machine here carried.
+constexpr uint64_t kFirstRate = 25'000'000, kLastRate = 25'600'000'000;
+
+std::string scenario_text(uint64_t rate) {
+  return "name: cal\nseed: 1\n"
+         "topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 4}\n"
+         "fabric: {mtu: 1500}\nrdma: {enabled: off}\n"
+         "links: {default: {rate: " +
+         format_rate(rate) +
+         "}}\n"
+         "workload: [{collective: allreduce, library: gloo, transport: tcp, sizes: [1M], "
+         "iterations: 5}]\n";
+}
+
+// A size that keeps one iteration near a quarter of a second at `rate`: long enough that the
+// per-message latency is small against it, short enough for a quick calibration.
+uint64_t size_for(uint64_t rate) {
+  const double bytes = double(rate) / 8 * 0.25 / 1.75;  // a ring moves 2(n-1)/n of it per rank
+  const uint64_t b = std::clamp<uint64_t>(static_cast<uint64_t>(bytes), 256 << 10, 256 << 20);
+  return b & ~uint64_t{4095};
+}
+
+std::string kept_path(const std::string& run_root) {
+  return run_root + "/capacity";
+}
+
+std::string boot_key() {
+  auto boot = read_file("/proc/sys/kernel/random/boot_id");
+  std::string key = boot ? *boot : "unknown";
+  while (!key.empty() && (key.back() == '\n' || key.back() == ' ')) key.pop_back();
+  return key + " cpus " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+// Busbw over the model for the trial's one size; 0 when the step failed or predicted nothing.
+double trial(LabModel& m, const LabPaths& paths, const WorkloadOptions& wo, LinkShaper& maps,
+             uint64_t rate, std::string& failure) {
+  LinkShape shape;
+  shape.rate_bps = rate;
+  for (const Link& l : m.topo.links) {
+    const std::string name = m.topo.nodes[l.a.node].name + ":" + m.topo.nodes[l.b.node].name;
+    if (auto r = change_links(paths, m, name, shape, {}, &maps); !r) {
+      failure = r.error().what();
+      return 0;
+    }
+  }
+  auto& step = std::get<CollectiveStep>(m.scenario.workload.at(0).step);
+  step.sizes = {size_for(rate)};
+  const StepResult r = run_step(m, paths, 0, wo);
+  if (!r.ok) {
+    failure = r.failure;
+    return 0;
+  }
+  auto text = read_file(r.json_lines);
+  const auto results = text ? read_benchmark_results(*text) : std::vector<SizeResult>{};
+  return results.empty() ? 0 : results.front().ratio();
+}
+
+}  // namespace
+
+Result<Capacity> calibrate(const CalibrationSetup& setup) {
+  auto say = [&](const std::string& line) {
+    if (setup.progress) setup.progress(line);
+  };
+  LabPaths paths = setup.base;
+  paths.lab = "cal" + std::to_string(::getpid() % 100000);
+  const std::string text = scenario_text(kFirstRate);
+  auto scenario = load_scenario_string(text, "<calibration>");
+  if (!scenario) return scenario.error();
+  auto backend = KernelBackend::create(paths.netns_dir);
+  if (!backend) return backend.error();
+  UpOptions up;
+  up.scenario_text = text;
+  up.scenario_file = "<calibration>";
+  up.plan = setup.plan;
+  up.plan.rdma = {false, "calibration"};
+  auto lab = lab_up(*scenario, paths, **backend, up);
+  if (!lab) return lab.error().context("calibration lab");
+  // Down whatever happens below; its own failure is reported when nothing else failed.
+  struct Down {
+    const LabPaths& paths;
+    Backend& backend;
+    ~Down() { (void)lab_down(paths, backend); }
+  } down{paths, **backend};
+
+  LabModel m = lab->model;
+  WorkloadOptions wo = setup.workload;
+  wo.echo = false;
+  wo.default_timeout = std::chrono::seconds(60);
+  FABEMU_TRY(stage_binaries(wo, paths));
+  auto maps = open_link_model(paths);
+  if (!maps) return maps.error().context("calibration lab");
+
+  Capacity c;
+  c.hosts = m.topo.host_count();
+  std::string failure;
+  for (uint64_t rate = kFirstRate; rate <= kLastRate; rate *= 2) {
+    double ratio = trial(m, paths, wo, *maps, rate, failure);
+    // One more look before a verdict against this rate: a 2-core machine is noisy.
+    if (ratio < kKeepsPace && ratio > 0) ratio = std::max(ratio, trial(m, paths, wo, *maps, rate, failure));
+    char line[160];
+    std::snprintf(line, sizeof line, "calibration: %s links, 8 hosts: busbw %.2fx the model",
+                  format_rate(rate).c_str(), ratio);
+    say(line);
+    if (ratio < kKeepsPace) break;
+    c.link_bps = rate;
+    c.ratio = ratio;
+  }
+  if (c.link_bps == 0)
+    return make_error("calibration: even " + format_rate(kFirstRate) +
+                          " links did not keep pace with the link model" +
+                          (failure.empty() ? "" : " (" + failure + ")"),
+                      EIO);
+  // The machine carried that: as frame-hops per second, the demand of the lab at that rate.
+  for (Link& l : m.topo.links) l.a_to_b.rate_bps = l.b_to_a.rate_bps = c.link_bps;
+  c.frame_hops_per_s = lab_demand(m).value_or(0);
+  char detail[200];
+  std::snprintf(detail, sizeof detail,
+                "%.3g frame-hops/s: %d hosts kept within %.0f%% of the model at %s links "
+                "(busbw %.2fx), %ld CPUs",
+                c.frame_hops_per_s, c.hosts, (1 - kKeepsPace) * 100, format_rate(c.link_bps).c_str(),
+                c.ratio, ::sysconf(_SC_NPROCESSORS_ONLN));
+  c.detail = detail;
+  return c;
+}
+
+std::optional<Capacity> kept_capacity(const std::string& run_root) {
+  auto text = read_file(kept_path(run_root));
+  if (!text) return std::nullopt;
+  const Json j = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("key", "") != boot_key()) return std::nullopt;
+  Capacity c;
+  c.frame_hops_per_s = j.value("frame_hops_per_s", 0.0);
+  c.link_bps = j.value("link_bps", uint64_t{0});
+  c.ratio = j.value("ratio", 0.0);
+  c.hosts = j.value("hosts", 0);
+  c.detail = j.value("detail", "");
+  if (c.frame_hops_per_s <= 0) return std::nullopt;
+  return c;
+}
+
+void keep_capacity(const std::string& run_root, const Capacity& c) {
+  const Json j = {{"key", boot_key()},
+                  {"frame_hops_per_s", c.frame_hops_per_s},
+                  {"link_bps", c.link_bps},
+                  {"ratio", c.ratio},
+                  {"hosts", c.hosts},
+                  {"detail", c.detail}};
+  // Written aside and renamed: a reader never sees half of it.
+  const std::string path = kept_path(run_root), tmp = path + "." + std::to_string(::getpid());
+  if (make_dirs(run_root) && write_file(tmp, json_text(j) + "\n") &&
+      std::rename(tmp.c_str(), path.c_str()) != 0)
+    ::unlink(tmp.c_str());
+}
+
+}  // namespace fabemu
