@@ -15,9 +15,9 @@ namespace fabemu {
 
 struct DirectionState {
   Direction dir;
-  std::string name;     // "leaf1>spine2"
-  bool shaped = false;  // the program is on the port and has a config for it
-  LinkShape shape;      // what the datapath enforces, in the real fabric's units (empty: unshaped)
+  std::string name;      // "leaf1>spine2"
+  bool shaped = false;   // the program is on the port and has a config for it
+  LinkShape shape;       // what the datapath enforces, in the real fabric's units (empty: unshaped)
   LinkShape wall_shape;  // the same as the port runs it (a dilated lab's rate / N, delay x N)
   LinkCounters counters;
 };
@@ -40,8 +40,8 @@ Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& mo
 Result<LinkShaper> open_link_model(const LabPaths& paths);
 
 struct LinkChange {
-  std::string name;  // "leaf1>spine2"
-  LinkShape before, after;  // in the real fabric's units
+  std::string name;           // "leaf1>spine2"
+  LinkShape before, after;    // in the real fabric's units
   bool attached_now = false;  // the port had no link model yet
 };
 
@@ -49,10 +49,11 @@ struct ChangeOptions {
   bool accept_degraded = false;  // allow delay/jitter on a policer lab (they are not added)
 };
 
-// Merges `change` (in the real fabric's units) into the live shape of every direction `link` names ("a:b" both, "a>b" one)
-// and writes it to the maps: the next packet sees it; queues, loss sequences and counters carry
-// on. A port without the model gets it first. Zero values turn a setting off. Through `open`
-// when given (the fault player changes links many times), else maps opened for this call.
+// Merges `change` (in the real fabric's units) into the live shape of every direction `link` names
+// ("a:b" both, "a>b" one) and writes it to the maps: the next packet sees it; queues, loss
+// sequences and counters carry on. A port without the model gets it first. Zero values turn a
+// setting off. Through `open` when given (the fault player changes links many times), else maps
+// opened for this call.
 Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabModel& model,
                                              const std::string& link, const LinkShape& change,
                                              const ChangeOptions& options = {},

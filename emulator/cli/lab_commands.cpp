@@ -41,14 +41,15 @@ std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
     const std::string n = format_factor(t.factor);
     out.push_back("time dilated x" + n + " (" + up.model.time_scale_why +
                   "): the scenario is the real fabric; its links run at rate / " + n +
-                  " with delays x " + n + ", and every figure fabemu prints is the real "
+                  " with delays x " + n +
+                  ", and every figure fabemu prints is the real "
                   "fabric's (a real second takes " +
                   n + " s of wall clock)");
     if (const auto rto = host_rto_min_ms(up.model))
       out.push_back("hosts' TCP RTO floor " + format_time_ns(uint64_t{*rto} * 1'000'000) +
-                    " of wall clock (" +
-                    (*rto >= kMaxRtoMs ? "Linux's 120 s maximum; " : "") + "real " +
-                    format_time_ns(s.hosts.tcp_rto_min_ns.value_or(kLinuxRtoMinNs)) + ")");
+                    " of wall clock (" + (*rto >= kMaxRtoMs ? "Linux's 120 s maximum; " : "") +
+                    "real " + format_time_ns(s.hosts.tcp_rto_min_ns.value_or(kLinuxRtoMinNs)) +
+                    ")");
   }
   if (up.plan.shaped_ports == 0)
     out.push_back("links unshaped (veth speed); `fabemu link set` shapes one live");

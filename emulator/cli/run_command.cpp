@@ -38,9 +38,10 @@ std::chrono::milliseconds sampling_interval(const LabModel& m) {
   if (!real) return std::chrono::milliseconds(250);
   const uint64_t wall_ms = m.time_scale.wall_ns(*real) / 1'000'000;
   if (wall_ms < 20)
-    std::printf("  note: telemetry every %s of the real fabric is %llu ms of wall clock; sampling "
-                "every 20 ms instead\n",
-                format_time_ns(*real).c_str(), static_cast<unsigned long long>(wall_ms));
+    std::printf(
+        "  note: telemetry every %s of the real fabric is %llu ms of wall clock; sampling "
+        "every 20 ms instead\n",
+        format_time_ns(*real).c_str(), static_cast<unsigned long long>(wall_ms));
   return std::chrono::milliseconds(std::max<uint64_t>(20, wall_ms));
 }
 
@@ -62,8 +63,8 @@ void run_workload(const LabModel& m, const LabPaths& paths, RunReport& report, i
     const double start = seconds_since(t0);
     const StepResult r = run_step(m, paths, i, wo);
     const TimeScale& t = m.time_scale;
-    StepReport s{r.title, r.ok,      r.failure, t.real_s(start), t.real_s(r.seconds),
-                 start,   r.seconds, {},        {}};
+    StepReport s{r.title,   r.ok, r.failure, t.real_s(start), t.real_s(r.seconds), start,
+                 r.seconds, {},   {}};
     if (const auto* c = std::get_if<CollectiveStep>(&m.scenario.workload[i].step)) {
       s.collective = c->collective;
       if (auto text = read_file(r.json_lines)) s.results = read_benchmark_results(*text);
@@ -73,8 +74,8 @@ void run_workload(const LabModel& m, const LabPaths& paths, RunReport& report, i
       std::printf("%s: ok in %s\n", r.title.c_str(), duration_text(m, r.seconds).c_str());
       if (!r.note.empty()) std::printf("  note: %s\n", r.note.c_str());
     } else {
-      std::printf("%s: FAILED after %s: %s\n", r.title.c_str(),
-                  duration_text(m, r.seconds).c_str(), r.failure.c_str());
+      std::printf("%s: FAILED after %s: %s\n", r.title.c_str(), duration_text(m, r.seconds).c_str(),
+                  r.failure.c_str());
       code = kExitFailed;
     }
   }
@@ -118,11 +119,11 @@ void print_links(const LabModel& m, const RunReport& r) {
   std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
     return g[x].drops != g[y].drops ? g[x].drops > g[y].drops : g[x].bytes > g[y].bytes;
   });
-  std::printf("links over the workload (%s), busiest and dropping first:\n",
-              m.time_scale.dilated()
-                  ? (format_time_short(static_cast<uint64_t>(secs * 1e9)) + " of the real fabric")
-                        .c_str()
-                  : printf_string("%.1f s", secs).c_str());
+  std::printf(
+      "links over the workload (%s), busiest and dropping first:\n",
+      m.time_scale.dilated()
+          ? (format_time_short(static_cast<uint64_t>(secs * 1e9)) + " of the real fabric").c_str()
+          : printf_string("%.1f s", secs).c_str());
   std::printf("  %-22s %12s %14s %10s %8s %10s\n", "DIRECTION", "MBYTES", "RATE", "DROPS", "CE",
               "QDELAY99");
   for (size_t k = 0; k < std::min<size_t>(6, order.size()); ++k) {

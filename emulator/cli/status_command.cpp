@@ -270,11 +270,11 @@ void print_status(const LabStatus& s) {
                 s.missing.front().c_str());
   std::printf("link model: %s\n", mode_text(s).c_str());
   if (m.time_scale.dilated())
-    std::printf("time: dilated x%s (%s): shapes and queue delays below are the real fabric's; "
-                "the ports run at rate / %s with delays x %s\n",
-                format_factor(m.time_scale.factor).c_str(), m.time_scale_why.c_str(),
-                format_factor(m.time_scale.factor).c_str(),
-                format_factor(m.time_scale.factor).c_str());
+    std::printf(
+        "time: dilated x%s (%s): shapes and queue delays below are the real fabric's; "
+        "the ports run at rate / %s with delays x %s\n",
+        format_factor(m.time_scale.factor).c_str(), m.time_scale_why.c_str(),
+        format_factor(m.time_scale.factor).c_str(), format_factor(m.time_scale.factor).c_str());
   if (ovs_switches(m))
     std::printf("switches: Open vSwitch bridges in %s, %s; flows in %s/SWITCH.bundle\n",
                 s.paths.ns_name(kOvsNamespaceNode).c_str(),

@@ -218,9 +218,9 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& 
       char* end = nullptr;
       factor = std::strtod(flag.c_str(), &end);
       if (*end != '\0' || !(factor >= 1 && factor <= kMaxTimeScale))
-        return make_error("--time-scale: '" + flag +
-                              "' is not auto or a number from 1 (real time) to 1000000",
-                          EINVAL);
+        return make_error(
+            "--time-scale: '" + flag + "' is not auto or a number from 1 (real time) to 1000000",
+            EINVAL);
     }
   }
   const auto demand = lab_demand(m);
@@ -287,8 +287,8 @@ std::vector<FeatureProbe> capability_rows(Capabilities& caps, bool calibrate) {
                   {}});
   std::string why;
   const auto cap = caps.capacity(calibrate, why);
-  rows.push_back({"capacity", {}, cap ? ProbeStatus::Yes : ProbeStatus::Unknown,
-                  cap ? cap->detail : why, {}});
+  rows.push_back(
+      {"capacity", {}, cap ? ProbeStatus::Yes : ProbeStatus::Unknown, cap ? cap->detail : why, {}});
   return rows;
 }
 

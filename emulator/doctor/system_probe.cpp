@@ -193,8 +193,9 @@ std::optional<Capacity> SystemProbe::capacity(bool measure, std::string& why) {
   if (!fresh_ || !measure)
     if (auto kept = kept_capacity(run_root_)) return kept;
   if (!measure) {
-    why = "not calibrated this boot: `fabemu doctor --calibrate` measures it (~30 s), as does "
-          "the first lab with time_scale: auto";
+    why =
+        "not calibrated this boot: `fabemu doctor --calibrate` measures it (~30 s), as does "
+        "the first lab with time_scale: auto";
     return std::nullopt;
   }
   if (!root_) {

@@ -102,7 +102,8 @@ std::optional<double> lab_demand(const LabModel& m) {
     const LinkShape& out = nic.a.node == h ? nic.a_to_b : nic.b_to_a;
     if (!out.rate_bps || !*out.rate_bps) return std::nullopt;
     double sum = 0;
-    for (const auto& [edge, n] : per_edge) sum += hops(edge_of[h], edge) * (n - (edge == edge_of[h]));
+    for (const auto& [edge, n] : per_edge)
+      sum += hops(edge_of[h], edge) * (n - (edge == edge_of[h]));
     demand += double(*out.rate_bps) / frame_bits * sum / double(hosts.size() - 1);
   }
   return demand;

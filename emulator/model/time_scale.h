@@ -57,10 +57,10 @@ std::optional<double> lab_demand(const LabModel& m);
 // calibration (runtime/calibrate.h), in the same frame-hops per wall second.
 struct Capacity {
   double frame_hops_per_s = 0;
-  uint64_t link_bps = 0;   // the calibration lab's highest link rate that kept pace
-  double ratio = 0;        // busbw / model there
-  int hosts = 0;           // of the calibration lab
-  std::string detail;      // what was measured, for `doctor` and `up`
+  uint64_t link_bps = 0;  // the calibration lab's highest link rate that kept pace
+  double ratio = 0;       // busbw / model there
+  int hosts = 0;          // of the calibration lab
+  std::string detail;     // what was measured, for `doctor` and `up`
 };
 
 // The smallest readable factor (1, 2, 2.5, 5 x 10^k) of at least demand / capacity, and 1 when

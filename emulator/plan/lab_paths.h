@@ -29,7 +29,7 @@ struct LabPaths {
   std::string journal() const { return run_dir() + "/journal"; }
   std::string scenario_copy() const { return run_dir() + "/scenario.yaml"; }
   std::string shaping_file() const { return run_dir() + "/shaping"; }
-  std::string rdma_file() const { return run_dir() + "/rdma"; }  // rxe or off <why>
+  std::string rdma_file() const { return run_dir() + "/rdma"; }              // rxe or off <why>
   std::string time_scale_file() const { return run_dir() + "/time-scale"; }  // FACTOR <why>
   // Whether rxe carries traffic between namespaces on this kernel, probed once per boot.
   std::string rxe_probe_cache() const { return run_root + "/rxe-probe"; }

@@ -28,8 +28,9 @@ Unit time_unit(double max_s) {
 }
 
 Unit rate_unit(double max_bps) {
-  return unit_for(max_bps, {{"Tbit/s", 1e-12}, {"Gbit/s", 1e-9}, {"Mbit/s", 1e-6}, {"kbit/s", 1e-3},
-                            {"bit/s", 1}});
+  return unit_for(
+      max_bps,
+      {{"Tbit/s", 1e-12}, {"Gbit/s", 1e-9}, {"Mbit/s", 1e-6}, {"kbit/s", 1e-3}, {"bit/s", 1}});
 }
 
 // Busbw against size (log2 axis), measured and predicted, per collective step.
@@ -121,14 +122,13 @@ std::pair<std::string, std::string> link_charts(const LabModel& m, const RunRepo
   }
   for (size_t d = 0; d < dirs && drops.series.size() < 8; ++d)
     if (dropped[d])
-      drops.series.push_back(
-          series(d, [&](const DirectionSample& g, double dt) {
-            return double(g.drops) / dt / time.scale;
-          }));
+      drops.series.push_back(series(d, [&](const DirectionSample& g, double dt) {
+        return double(g.drops) / dt / time.scale;
+      }));
   if (drops.series.empty() && r.samples.size() >= 2)  // an empty chart would look broken
-    drops.series.push_back({"no link dropped a frame",
-                            {{r.samples.front().t_s * time.scale, 0},
-                             {r.samples.back().t_s * time.scale, 0}}});
+    drops.series.push_back(
+        {"no link dropped a frame",
+         {{r.samples.front().t_s * time.scale, 0}, {r.samples.back().t_s * time.scale, 0}}});
   return {line_chart(rate), line_chart(drops)};
 }
 

@@ -21,7 +21,7 @@ struct StepReport {
   // times longer in a dilated lab).
   double start_s = 0, seconds = 0;
   double wall_start_s = 0, wall_seconds = 0;
-  std::string collective;           // empty for exec steps
+  std::string collective;  // empty for exec steps
   std::vector<SizeResult> results;
 };
 

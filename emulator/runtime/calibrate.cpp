@@ -119,7 +119,8 @@ Result<Capacity> calibrate(const CalibrationSetup& setup) {
   for (uint64_t rate = kFirstRate; rate <= kLastRate; rate *= 2) {
     double ratio = trial(m, paths, wo, *maps, rate, failure);
     // One more look before a verdict against this rate: a 2-core machine is noisy.
-    if (ratio < kKeepsPace && ratio > 0) ratio = std::max(ratio, trial(m, paths, wo, *maps, rate, failure));
+    if (ratio < kKeepsPace && ratio > 0)
+      ratio = std::max(ratio, trial(m, paths, wo, *maps, rate, failure));
     char line[160];
     std::snprintf(line, sizeof line, "calibration: %s links, 8 hosts: busbw %.2fx the model",
                   format_rate(rate).c_str(), ratio);
@@ -140,8 +141,8 @@ Result<Capacity> calibrate(const CalibrationSetup& setup) {
   std::snprintf(detail, sizeof detail,
                 "%.3g frame-hops/s: %d hosts kept within %.0f%% of the model at %s links "
                 "(busbw %.2fx), %ld CPUs",
-                c.frame_hops_per_s, c.hosts, (1 - kKeepsPace) * 100, format_rate(c.link_bps).c_str(),
-                c.ratio, ::sysconf(_SC_NPROCESSORS_ONLN));
+                c.frame_hops_per_s, c.hosts, (1 - kKeepsPace) * 100,
+                format_rate(c.link_bps).c_str(), c.ratio, ::sysconf(_SC_NPROCESSORS_ONLN));
   c.detail = detail;
   return c;
 }
@@ -162,12 +163,9 @@ std::optional<Capacity> kept_capacity(const std::string& run_root) {
 }
 
 void keep_capacity(const std::string& run_root, const Capacity& c) {
-  const Json j = {{"key", boot_key()},
-                  {"frame_hops_per_s", c.frame_hops_per_s},
-                  {"link_bps", c.link_bps},
-                  {"ratio", c.ratio},
-                  {"hosts", c.hosts},
-                  {"detail", c.detail}};
+  const Json j = {{"key", boot_key()},      {"frame_hops_per_s", c.frame_hops_per_s},
+                  {"link_bps", c.link_bps}, {"ratio", c.ratio},
+                  {"hosts", c.hosts},       {"detail", c.detail}};
   // Written aside and renamed: a reader never sees half of it.
   const std::string path = kept_path(run_root), tmp = path + "." + std::to_string(::getpid());
   if (make_dirs(run_root) && write_file(tmp, json_text(j) + "\n") &&

@@ -127,8 +127,7 @@ std::vector<AppliedFault> FaultPlayer::log() const {
 void FaultPlayer::run(std::stop_token stop) {
   for (size_t i = 0; i < log_.size(); ++i) {
     // The timeline is the real fabric's; a dilated lab plays it N times slower.
-    const auto due =
-        t0_ + std::chrono::nanoseconds(model_.time_scale.wall_ns(log_[i].step.at_ns));
+    const auto due = t0_ + std::chrono::nanoseconds(model_.time_scale.wall_ns(log_[i].step.at_ns));
     {
       std::unique_lock lock(mu_);
       cv_.wait_until(lock, stop, due, [] { return false; });

@@ -23,7 +23,7 @@ struct DirectionSample {
   uint64_t drops = 0, ce_marks = 0;
   // Of everything counted so far (histogram upper bound), in the real fabric's time.
   uint64_t queue_delay_p99_ns = 0;
-  bool shaped = false;              // counters from the link model; else the port's kernel tx
+  bool shaped = false;  // counters from the link model; else the port's kernel tx
 };
 
 struct TelemetrySample {

@@ -88,9 +88,9 @@ Result<void> set_link_shape_field(LinkShape& s, std::string_view key, std::strin
     // A backlog, as switches configure their ECN marking threshold (K).
     auto bytes = parse_size_bytes(text);
     if (!bytes)
-      return make_error(bytes.error().message +
-                            " (an ECN threshold is a time like 40us or a backlog like 200K)",
-                        EINVAL);
+      return make_error(
+          bytes.error().message + " (an ECN threshold is a time like 40us or a backlog like 200K)",
+          EINVAL);
     if (*bytes == 0) return make_error("ecn_threshold must be > 0; e.g. 40us or 200K", EINVAL);
     s.ecn_threshold_bytes = *bytes;
     return ok();

@@ -23,8 +23,9 @@ enum class ShapeSyntax {
 
 // Sets `key` of `shape` from `text`: rate "25gbit"; delay, jitter "2us"; loss "0.5%"; queue a
 // time ("200us": how long the queue takes to drain) or a size ("64K", at least one `mtu`-byte
-// packet); ecn_threshold a time ("40us") or a backlog ("200K", a switch's K); loss_burst "p,r[,loss_bad[,loss_good]]"; reorder and down "true" or
-// "false". The error says what is wrong and what would be valid, without the key's name.
+// packet); ecn_threshold a time ("40us") or a backlog ("200K", a switch's K); loss_burst
+// "p,r[,loss_bad[,loss_good]]"; reorder and down "true" or "false". The error says what is wrong
+// and what would be valid, without the key's name.
 Result<void> set_link_shape_field(LinkShape& shape, std::string_view key, std::string_view text,
                                   uint32_t mtu, ShapeSyntax syntax = ShapeSyntax::Scenario);
 

@@ -154,7 +154,8 @@ TelemetrySpec read_telemetry(const Field& f) {
   TelemetrySpec t;
   if (auto i = f.find("interval")) {
     t.interval_ns = i->parsed(parse_time_ns);
-    if (*t.interval_ns == 0) i->fail("interval must be > 0; e.g. 250ms (or 100us of a dilated lab)");
+    if (*t.interval_ns == 0)
+      i->fail("interval must be > 0; e.g. 250ms (or 100us of a dilated lab)");
   }
   return t;
 }
