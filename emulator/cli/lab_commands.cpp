@@ -131,9 +131,6 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
   }
   p.plan = std::move(*options);
   probe.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
-  if (p.scenario.time_scale.automatic || args.time_scale == "auto")
-    std::fprintf(stderr,
-                 "  time_scale: auto: calibrating what this machine carries (once per boot)\n");
   auto scale = choose_time_scale(p.model, args.time_scale, caps);
   if (!scale) {
     print_error(p.scenario.file + ": " + scale.error().message);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "util/netlink.h"
+#include "util/units.h"
 
 namespace fabemu {
 
@@ -232,20 +233,23 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& 
     std::string why;
     auto cap = caps.capacity(/*measure=*/true, why);
     if (!cap) return refused(source + ": auto needs this machine's capacity: " + why);
-    out.scale.factor = auto_time_scale(*demand, cap->frame_hops_per_s);
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "auto: the lab needs %.3g frame-hops/s, this machine carries %.3g "
-                  "(calibrated this boot)",
-                  *demand, cap->frame_hops_per_s);
-    out.why = buf;
+    // Bandwidth: the lab's frames over what the machine forwards. Latency: the machine's
+    // per-step overhead a small part of the shortest collective step.
+    const double bandwidth = *demand / cap->frame_hops_per_s;
+    const double latency = latency_time_scale(m, *cap);
+    out.scale.factor = readable_factor(std::max(bandwidth, latency));
+    out.why = printf_string(
+        "auto: the lab needs %.3g frame-hops/s, this machine carries %.3g (x%.0f); its "
+        "smallest collective steps need x%.0f to keep the machine's %.2g ms a step under 5%%",
+        *demand, cap->frame_hops_per_s, bandwidth, latency, cap->step_overhead_s * 1e3);
     return out;
   }
   out.scale.factor = factor;
   if (factor != 1 || !flag.empty()) out.why = source;
   std::string why;
   if (auto cap = caps.capacity(/*measure=*/false, why); cap && demand) {
-    const double need = auto_time_scale(*demand, cap->frame_hops_per_s);
+    const double need =
+        readable_factor(std::max(*demand / cap->frame_hops_per_s, latency_time_scale(m, *cap)));
     if (need > factor) {
       char buf[320];
       std::snprintf(buf, sizeof buf,

@@ -212,6 +212,8 @@ std::optional<Capacity> SystemProbe::capacity(bool measure, std::string& why) {
   }
   setup.workload = workload_options("");
   setup.progress = progress;
+  if (progress)
+    progress("calibrating what this machine carries in real time (once per boot, ~15 s)");
   auto c = calibrate(setup);
   if (!c) {
     why = "calibration failed: " + c.error().what();

@@ -109,11 +109,37 @@ std::optional<double> lab_demand(const LabModel& m) {
   return demand;
 }
 
+double latency_time_scale(const LabModel& m, const Capacity& c) {
+  const Topology& t = m.topo;
+  const auto hosts = t.hosts();
+  if (hosts.empty() || c.step_overhead_s <= 0) return 1;
+  uint64_t rate = 0;  // the slowest host NIC's
+  for (int h : hosts) {
+    const Link& nic = t.links[t.links_of(h).front()];
+    const LinkShape& out = nic.a.node == h ? nic.a_to_b : nic.b_to_a;
+    if (!out.rate_bps || !*out.rate_bps) return 1;
+    rate = rate ? std::min(rate, *out.rate_bps) : *out.rate_bps;
+  }
+  uint64_t smallest = 0;
+  for (const WorkloadStep& w : m.scenario.workload)
+    if (const auto* c = std::get_if<CollectiveStep>(&w.step))
+      for (uint64_t s : c->sizes) smallest = smallest ? std::min(smallest, s) : s;
+  if (!smallest) return 1;
+  const double n = double(hosts.size());
+  const double step_s = double(smallest) / n * 8 / double(rate);
+  const double overhead_s = c.step_overhead_s * std::max(1.0, n / 8);
+  return overhead_s / (0.05 * step_s);
+}
+
 double auto_time_scale(double demand, double capacity) {
-  if (capacity <= 0 || demand <= capacity) return 1;
-  const double need = std::min(demand / capacity, kMaxTimeScale);
+  return capacity <= 0 ? 1 : readable_factor(demand / capacity);
+}
+
+double readable_factor(double need) {
+  if (!(need > 1)) return 1;
+  need = std::min(need, kMaxTimeScale);
   const double decade = std::pow(10.0, std::floor(std::log10(need)));
-  for (double step : {1.0, 2.0, 2.5, 5.0, 10.0})
+  for (double step : {1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0})
     if (step * decade >= need * (1 - 1e-9)) return step * decade;
   return 10 * decade;
 }

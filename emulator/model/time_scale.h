@@ -57,14 +57,24 @@ std::optional<double> lab_demand(const LabModel& m);
 // calibration (runtime/calibrate.h), in the same frame-hops per wall second.
 struct Capacity {
   double frame_hops_per_s = 0;
+  // What the machine adds to each step of a collective (a ring allreduce's send-and-receive)
+  // across 8 hosts, in wall seconds: scheduling 8 ranks and their stacks on its CPUs.
+  double step_overhead_s = 0;
   uint64_t link_bps = 0;  // the calibration lab's highest link rate that kept pace
   double ratio = 0;       // busbw / model there
   int hosts = 0;          // of the calibration lab
   std::string detail;     // what was measured, for `doctor` and `up`
 };
 
-// The smallest readable factor (1, 2, 2.5, 5 x 10^k) of at least demand / capacity, and 1 when
-// the machine carries the lab in real time.
+// The factor that makes the machine's per-step overhead (over `hosts`/8 more ranks to schedule)
+// at most 5% of the shortest collective step of the lab's workload: its smallest size split
+// among its hosts, at the hosts' link rate. 1 without collectives or rates.
+double latency_time_scale(const LabModel& m, const Capacity& c);
+
+// The smallest readable factor (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 x 10^k) of at least
+// `need`, and 1 below 1.
+double readable_factor(double need);
+// readable_factor(demand / capacity): 1 when the machine carries the lab in real time.
 double auto_time_scale(double demand, double capacity);
 
 }  // namespace fabemu

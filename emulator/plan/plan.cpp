@@ -119,7 +119,11 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   p.ifindex = port_ifindex(link, b_to_a);
   p.direction = direction_name(t, link, b_to_a);
   p.seed = link_seed(m.scenario.seed, p.direction);
-  p.shape = to_wall(shape, m.time_scale);
+  // A rate-limited link without a queue limit gets the default one of the real fabric's time.
+  LinkShape real = shape;
+  if (real.rate_bps.value_or(0) && !real.queue_ns.value_or(0) && !real.queue_bytes.value_or(0))
+    real.queue_ns = kDefaultQueueNs;
+  p.shape = to_wall(real, m.time_scale);
   p.policer = !options.fq;
   if (options.fq) p.fq = fq_params_for(p.shape);
   if (!options.fq && options.htb) p.htb = htb_params_for(p.shape);

@@ -162,6 +162,8 @@ std::vector<SizeResult> read_benchmark_results(const std::string& text) {
       r.wrong = n.at("wrong").get<uint64_t>();
       if (n.contains("pred_busbw_gbps") && n["pred_busbw_gbps"].is_number())
         r.pred_busbw_gbps = n["pred_busbw_gbps"].get<double>();
+      if (n.contains("pred_time_us") && n["pred_time_us"].is_number())
+        r.pred_time_us = n["pred_time_us"].get<double>();
       if (n.contains("rank_time_us")) r.rank_time_us = n["rank_time_us"].get<std::vector<double>>();
       out.push_back(std::move(r));
     } catch (const Json::exception&) {

@@ -27,6 +27,7 @@ struct SizeResult {
   double time_us = 0, busbw_gbps = 0;
   double wall_time_us = 0;      // the same time on the lab's wall clock
   double pred_busbw_gbps = -1;  // -1: no prediction
+  double pred_time_us = -1;
   uint64_t wrong = 0;
   std::vector<double> rank_time_us;
   // busbw over the prediction; 0 without one.

@@ -356,4 +356,29 @@ class LabTest : public ::testing::Test {
   }
 };
 
+// Received bit/s of an iperf3 run from `from` to `to` (a server is started and ends after one
+// test). `udp_rate` empty: TCP.
+inline double iperf_bps(const LabGuard& lab, const std::string& from, const std::string& to,
+                        const std::string& udp_rate, int seconds = 2) {
+  Process server = spawn({kFabemu, "exec", lab.name() + ":" + to, "--", *find_tool("iperf3"), "-s",
+                          "-1", "-p", "5299"});
+  std::this_thread::sleep_for(300ms);
+  Argv client = {*find_tool("iperf3"), "-c", to, "-p", "5299", "-t", std::to_string(seconds), "-J"};
+  if (!udp_rate.empty()) client.insert(client.end(), {"-u", "-b", udp_rate, "-l", "1400"});
+  Outcome o = lab.exec(from, client);
+  server.stop(0ms);
+  EXPECT_EQ(o.status, 0) << o;
+  // Bytes the receiver got over the sender's time: the receiver's own clock runs until the
+  // end-of-test message arrives on iperf3's TCP control connection, which a policed link may
+  // drop and retransmit 200 ms later.
+  std::smatch got, sent;
+  const std::regex bytes_re(R"re("sum_received":\s*\{[^}]*"bytes":\s*([0-9]+))re");
+  const std::regex secs_re(R"re("sum_sent":\s*\{[^}]*"seconds":\s*([0-9.e+]+))re");
+  if (!std::regex_search(o.out, got, bytes_re) || !std::regex_search(o.out, sent, secs_re)) {
+    ADD_FAILURE() << "no received bytes or sending time in iperf3's output: " << o;
+    return 0;
+  }
+  return std::stod(got[1]) * 8 / std::stod(sent[1]);
+}
+
 }  // namespace fabemu::itest

@@ -42,11 +42,12 @@ TEST(TimeScale, ShapesGoToTheWallAndBackInTheUnitsPeopleWrote) {
 TEST(TimeScale, AutoRoundsUpToAReadableFactor) {
   EXPECT_EQ(auto_time_scale(10, 20), 1);
   EXPECT_EQ(auto_time_scale(100, 100), 1);
-  EXPECT_EQ(auto_time_scale(101, 100), 2);
+  EXPECT_EQ(auto_time_scale(101, 100), 1.2);
   EXPECT_EQ(auto_time_scale(230, 100), 2.5);
-  EXPECT_EQ(auto_time_scale(260, 100), 5);
-  EXPECT_EQ(auto_time_scale(1234, 1), 2000);
-  EXPECT_EQ(auto_time_scale(2400, 1), 2500);
+  EXPECT_EQ(auto_time_scale(260, 100), 3);
+  EXPECT_EQ(auto_time_scale(1234, 1), 1500);
+  EXPECT_EQ(auto_time_scale(2910, 1), 3000);
+  EXPECT_EQ(auto_time_scale(7000, 1), 8000);
   EXPECT_EQ(auto_time_scale(1e12, 1), kMaxTimeScale);
 }
 
@@ -164,7 +165,7 @@ TEST(TimeScale, AutoDividesTheDemandByTheCalibratedCapacity) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->time_scale.factor, 1);  // `up` decides auto
   CapacityProbe p;
-  p.measured = Capacity{*lab_demand(*m) / 1700, 100'000'000, 0.97, 8, "measured"};
+  p.measured = Capacity{*lab_demand(*m) / 1700, 0, 100'000'000, 0.97, 8, "measured"};
   Capabilities caps(p);
   auto c = choose_time_scale(*m, "", caps);
   ASSERT_TRUE(c) << c.error().what();
@@ -181,6 +182,24 @@ TEST(TimeScale, AutoDividesTheDemandByTheCalibratedCapacity) {
   EXPECT_NE(n->notes[0].find("auto would pick x2000"), std::string::npos) << n->notes[0];
   EXPECT_FALSE(choose_time_scale(*m, "0.1", caps));
   EXPECT_FALSE(choose_time_scale(*m, "x", caps));
+}
+
+TEST(TimeScale, SmallCollectiveStepsNeedTheMachinesOverheadDilatedAway) {
+  // 8 hosts at 400G, 1 MiB: a step moves 128 KiB, 2.62 us of the real fabric; a machine that
+  // adds 0.5 ms a step needs x3815 to make that 5%.
+  auto m = build_model(
+      load(std::string(k400g) +
+           "workload: [{collective: allreduce, sizes: [16M, 1M]}, {exec: {command: [true]}}]\n"),
+      0);
+  ASSERT_TRUE(m);
+  Capacity c;
+  c.step_overhead_s = 0.5e-3;
+  const double step_s = (1 << 20) / 8.0 * 8 / 400e9;
+  EXPECT_NEAR(latency_time_scale(*m, c), 0.5e-3 / (0.05 * step_s), 1);
+  // Without a collective, or a measured overhead, nothing to keep small.
+  auto none = build_model(load(k400g), 0);
+  EXPECT_EQ(latency_time_scale(*none, c), 1);
+  EXPECT_EQ(latency_time_scale(*m, Capacity{}), 1);
 }
 
 TEST(TimeScale, AutoIsRefusedWithTheReasonWhenItCannotWork) {
