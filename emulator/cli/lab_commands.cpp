@@ -39,12 +39,8 @@ std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
   const PlanOptions& mode = up.plan_options;
   if (const TimeScale& t = up.model.time_scale; t.dilated()) {
     const std::string n = format_factor(t.factor);
-    out.push_back("time dilated x" + n + " (" + up.model.time_scale_why +
-                  "): the scenario is the real fabric; its links run at rate / " + n +
-                  " with delays x " + n +
-                  ", and every figure fabemu prints is the real "
-                  "fabric's (a real second takes " +
-                  n + " s of wall clock)");
+    out.push_back("time dilated x" + n + ": links run at rate / " + n + ", delays x " + n +
+                  "; every figure below is the real fabric's (" + up.model.time_scale_why + ")");
     if (const auto rto = host_rto_min_ms(up.model))
       out.push_back("hosts' TCP RTO floor " + format_time_ns(uint64_t{*rto} * 1'000'000) +
                     " of wall clock (" + (*rto >= kMaxRtoMs ? "Linux's 120 s maximum; " : "") +

@@ -239,9 +239,9 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& 
     const double latency = latency_time_scale(m, *cap);
     out.scale.factor = readable_factor(std::max(bandwidth, latency));
     out.why = printf_string(
-        "auto: the lab needs %.3g frame-hops/s, this machine carries %.3g (x%.0f); its "
-        "smallest collective steps need x%.0f to keep the machine's %.2g ms a step under 5%%",
-        *demand, cap->frame_hops_per_s, bandwidth, latency, cap->step_overhead_s * 1e3);
+        "auto: %.3g frame-hops/s over this machine's %.3g is x%.0f; its %.2g ms a collective "
+        "step under 5%% of the smallest step needs x%.0f",
+        *demand, cap->frame_hops_per_s, bandwidth, cap->step_overhead_s * 1e3, latency);
     return out;
   }
   out.scale.factor = factor;

@@ -171,7 +171,7 @@ TEST(TimeScale, AutoDividesTheDemandByTheCalibratedCapacity) {
   ASSERT_TRUE(c) << c.error().what();
   EXPECT_EQ(c->scale.factor, 2000);
   EXPECT_EQ(p.calibrations, 1);
-  EXPECT_NE(c->why.find("auto: the lab needs"), std::string::npos) << c->why;
+  EXPECT_NE(c->why.find("over this machine's"), std::string::npos) << c->why;
   // --time-scale wins over the scenario; a factor below what the machine carries is kept and
   // said so.
   auto n = choose_time_scale(*m, "500", caps);
