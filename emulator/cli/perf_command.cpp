@@ -32,6 +32,7 @@ int cmd_perf(const PerfArgs& args, const LabPaths& base) {
   std::printf("perf: %s, server %s (%s), client %s (%s), over %s\n", args.tool.c_str(),
               args.server.c_str(), setup->server_address.c_str(), args.client.c_str(),
               setup->client_address.c_str(), setup->over.c_str());
+  if (!setup->dilation_note.empty()) std::printf("perf: %s\n", setup->dilation_note.c_str());
   std::fflush(stdout);
   auto outcome = run_perf(std::move(*setup));
   if (!outcome) {

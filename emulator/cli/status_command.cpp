@@ -200,7 +200,9 @@ void print_links(const LabStatus& s) {
         shape += " [no fq: no delay/jitter]";
       const uint64_t q99 = static_cast<uint64_t>(
           m.time_scale.real_ns(double(d ? queue_delay_quantile(d->counters, 0.99) : 0)));
-      const std::string qd = d && d->counters.packets ? "<" + format_time_short(q99) : "-";
+      // A dilated lab's smallest bucket can be under a nanosecond of the real fabric.
+      const std::string qd =
+          d && d->counters.packets ? "<" + format_time_short(std::max<uint64_t>(1, q99)) : "-";
       std::printf("%-22s %-5s %-17s %-17s %-6s %10llu %8llu %8llu %8llu %9s  %s\n",
                   back ? "" : name.c_str(), back ? "" : (s.link_up(l) ? "up" : "DOWN"),
                   back ? "" : (link.a.ifname + " " + m.addresses.links[l].a.str()).c_str(),

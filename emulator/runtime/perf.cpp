@@ -77,12 +77,17 @@ Result<PerfSetup> plan_perf(const LabModel& model, const LabPaths& paths, const 
   s.port = perftest ? kPerftestPort : kUcxPort;
   std::vector<std::string> server_argv, client_argv;
   bool ucx_over_tcp = false;
+  // A dilated lab's RC retransmission timeout grows with it: 4.096 us x 2^u, perftest's 14 by
+  // default.
+  const int timeout_exp =
+      std::min(31, 14 + static_cast<int>(std::ceil(std::log2(model.time_scale.factor))));
   if (perftest) {
     // -x 1: GID index 1, RoCEv2 with the NIC's IPv4 address. -F: no complaint about CPU
     // frequency scaling (VMs and laptops), which makes the latency tests fail.
     auto side = [&](const std::string& host) {
-      return std::vector<std::string>{r.tool, "-d", paths.rxe_name(host),  "-x", "1",
-                                      "-F",   "-p", std::to_string(s.port)};
+      return std::vector<std::string>{
+          r.tool, "-d", paths.rxe_name(host),   "-x", "1",
+          "-F",   "-p", std::to_string(s.port), "-u", std::to_string(timeout_exp)};
     };
     server_argv = side(r.server);
     client_argv = side(r.client);
@@ -105,6 +110,13 @@ Result<PerfSetup> plan_perf(const LabModel& model, const LabPaths& paths, const 
         c->env.push_back({"UCX_NET_DEVICES", host_nic(t, c == &server ? ids[0] : ids[1])});
       }
     }
+  }
+  if (model.time_scale.dilated()) {
+    const std::string n = format_factor(model.time_scale.factor);
+    s.dilation_note =
+        "dilated x" + n + ": " + r.tool + " reports the lab's wall clock: its bandwidths x " + n +
+        " and its latencies / " + n + " are the real fabric's" +
+        (perftest ? " (RC timeout raised with it: -u " + std::to_string(timeout_exp) + ")" : "");
   }
   s.over = ucx_over_tcp     ? "TCP (UCX_TLS=tcp; set UCX_TLS to choose transports)"
            : model.rdma.rxe ? paths.rxe_name(r.server) + " / " + paths.rxe_name(r.client)

@@ -31,6 +31,8 @@ struct PerfSetup {
   int port = 0;
   std::string server_address, client_address;
   std::string over;  // "fabemu-demo-h1 / fabemu-demo-h2", "TCP (UCX_TLS=tcp; ...)"
+  // For a dilated lab: how to read the tool's (wall-clock) figures as the real fabric's.
+  std::string dilation_note;
 };
 Result<PerfSetup> plan_perf(const LabModel& model, const LabPaths& paths, const PerfRequest& r);
 

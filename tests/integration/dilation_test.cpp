@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "doctor/rxe_support.h"
 #include "lab_fixture.h"
 
 namespace fabemu::itest {
@@ -179,6 +180,29 @@ rdma: {enabled: off}
       "(rtt %.2f ms vs %.2f ms wall)\n",
       added_real_us, with, without);
   EXPECT_NEAR(added_real_us, 3.0, 0.15);
+}
+
+// Soft-RoCE across a dilated 400G fabric (kernels >= 7.1: the VM lane): perftest's RC writes
+// complete, their retransmission timeout raised with the factor.
+TEST_F(DilationTest, RdmaWritesCrossADilatedFabric) {
+  if (!doctor::rxe_support("/run/fabemu/rxe-probe").usable)
+    GTEST_SKIP() << "no rxe between namespaces: "
+                 << doctor::rxe_support("/run/fabemu/rxe-probe").reason;
+  TempScenario sc(R"(name: dr
+time_scale: 4000
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+fabric: {mtu: 4200}
+links: {default: {rate: 400gbit}}
+rdma: {enabled: on}
+)");
+  LabGuard lab(lab_name("drx"));
+  ASSERT_EQ(lab.up(sc.path()).status, 0);
+  Outcome perf = fabemu({"perf", lab.name(), "h1", "h2", "--tool", "ib_write_bw", "--timeout",
+                         "240", "--", "-n", "200", "-s", "65536"},
+                        300s);
+  ASSERT_EQ(perf.status, 0) << perf;
+  EXPECT_NE(perf.out.find("dilated x4000"), std::string::npos) << perf;
+  EXPECT_NE(perf.out.find("-u 26"), std::string::npos) << perf;  // 14 + log2(4000)
 }
 
 }  // namespace
