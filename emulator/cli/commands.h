@@ -29,6 +29,7 @@ struct UpArgs {
   // scenario that asks for them is refused unless the user accepts that.
   bool accept_degraded = false;
   std::string time_scale;  // --time-scale N|auto: over the scenario's time_scale
+  int machines = 0;        // with dry_run: show the partition over this many machines
 };
 
 // `link set LAB LINK --rate ...`; `link down/up` set `down`.

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "doctor/capabilities.h"
 #include "doctor/system_probe.h"
+#include "plan/partition.h"
 #include "scenario/loader.h"
 #include "util/files.h"
 #include "util/units.h"
@@ -114,6 +115,8 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
     return kExitBadInput;
   }
   p.model = std::move(*model);
+  // A partition's dry run needs nothing of this machine's kernel.
+  if (args.dry_run && args.machines > 0) return p;
   // What this kernel can do, asked as the doctor asks it (verdicts kept for the boot).
   SystemProbe probe(base.run_root, /*fresh=*/false);
   Capabilities caps(probe);
@@ -140,6 +143,40 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
   return p;
 }
 
+// `up --dry-run --machines M`: where each node would be built and what crosses machines.
+int print_partition(const LabModel& m, int machines) {
+  auto p = partition(m, machines);
+  if (!p) {
+    print_error(p.error().what());
+    return kExitBadInput;
+  }
+  const Topology& t = m.topo;
+  const auto loads = machine_loads(m, *p);
+  std::printf("%-8s %6s %9s %6s %9s %12s  %s\n", "MACHINE", "HOSTS", "SWITCHES", "LINKS",
+              "CUT ENDS", "DEMAND", "NODES");
+  for (int mi = 0; mi < machines; ++mi) {
+    const MachineLoad& l = loads[mi];
+    std::printf("%-8d %6d %9d %6d %9d %12s  %s\n", mi, l.hosts, l.switches, l.links, l.cut_ends,
+                l.demand > 0 ? printf_string("%.3g/s", l.demand).c_str() : "-",
+                describe_nodes(t, p->nodes_of(mi)).c_str());
+  }
+  int hosts_min = t.host_count(), hosts_max = 0;
+  for (const MachineLoad& l : loads) {
+    hosts_min = std::min(hosts_min, l.hosts);
+    hosts_max = std::max(hosts_max, l.hosts);
+  }
+  std::printf(
+      "# %zu of %zu links cut (VXLAN tunnels between machines; %d with every upper switch where "
+      "most of its neighbours are, which crowds them); hosts per machine %d..%d\n",
+      p->cut_links.size(), t.links.size(), min_cut_links(m, *p), hosts_min, hosts_max);
+  std::string cut;
+  for (int l : p->cut_links)
+    cut += (cut.empty() ? "" : " ") + t.nodes[t.links[l].a.node].name + ":" +
+           t.nodes[t.links[l].b.node].name;
+  if (!cut.empty()) std::printf("cut: %s\n", cut.c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -153,6 +190,7 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
   auto& p = std::get<Prepared>(prep);
   paths = p.paths;
 
+  if (args.dry_run && args.machines > 0) return print_partition(p.model, args.machines);
   if (args.dry_run) {
     Plan plan = make_plan(p.model, p.paths, 0, p.plan);
     for (const auto& e : plan.journal) std::printf("journal %s\n", e.path.c_str());

@@ -39,6 +39,11 @@ int main(int argc, char** argv) {
   auto* up_cmd = app.add_subcommand("up", "Build the fabric of a scenario and leave it running");
   add_build_options(up_cmd, up);
   up_cmd->add_flag("--dry-run", up.dry_run, "Print the plan; touch nothing");
+  up_cmd
+      ->add_option("--machines", up.machines,
+                   "With --dry-run: how the lab would be spread over this many machines (the "
+                   "nodes of each, the links cut into VXLAN tunnels, the load)")
+      ->check(CLI::Range(1, 4096));
   up_cmd->add_flag("--timings", up.timings, "Print the time each phase took");
 
   std::vector<std::string> down_labs;

@@ -153,6 +153,11 @@ Result<Topology> build_topology(const Scenario& s) {
   FABEMU_TRY(resolve_shapes(s, t));
   FABEMU_TRY(resolve_hosts(s, t));
   FABEMU_TRY(check_workload_and_faults(s, t));
+  for (size_t m = 0; m < s.placement.machines.size(); ++m)
+    for (size_t i = 0; i < s.placement.machines[m].size(); ++i)
+      if (t.find(s.placement.machines[m][i]) < 0)
+        return at(s.placement.locs[m][i], "placement[" + std::to_string(m) + "]: no node named '" +
+                                              s.placement.machines[m][i] + "' in the topology");
   return t;
 }
 

@@ -160,6 +160,26 @@ TelemetrySpec read_telemetry(const Field& f) {
   return t;
 }
 
+PlacementSpec read_placement(const Field& f) {
+  PlacementSpec p;
+  std::set<std::string> seen;
+  for (const Field& machine : f.items()) {
+    p.machines.emplace_back();
+    p.locs.emplace_back();
+    for (const Field& node : machine.items()) {
+      const std::string name = node.str();
+      if (!is_valid_node_name(name)) node.fail("'" + name + "' is not a node name, e.g. leaf1");
+      if (!seen.insert(name).second)
+        node.fail("node '" + name + "' is placed twice; a node is built on one machine");
+      p.machines.back().push_back(name);
+      p.locs.back().push_back(node.loc());
+    }
+  }
+  if (p.machines.empty())
+    f.fail("empty list; give the nodes of each machine, e.g. [[leaf1, h1, h2], [leaf2, h3, h4]]");
+  return p;
+}
+
 RdmaMode read_rdma(const Field& f) {
   f.check_keys({"enabled"});
   auto enabled = f.find("enabled");
@@ -178,7 +198,7 @@ std::optional<Field> section(const Field& root, std::string_view key) {
 Scenario read_scenario(const Field& root) {
   if (root.is_null()) root.fail("empty scenario; it needs at least name and topology");
   root.check_keys({"name", "seed", "time_scale", "topology", "fabric", "hosts", "links", "rdma",
-                   "workload", "faults", "telemetry", "expect"});
+                   "workload", "faults", "telemetry", "placement", "expect"});
   Scenario s;
   Field name = root.at("name");
   s.name = name.str();
@@ -197,6 +217,7 @@ Scenario read_scenario(const Field& root) {
   if (auto f = section(root, "workload")) s.workload = read_workload(*f);
   if (auto f = section(root, "faults")) s.faults = read_faults(*f, s.fabric.mtu);
   if (auto f = section(root, "telemetry")) s.telemetry = read_telemetry(*f);
+  if (auto f = section(root, "placement")) s.placement = read_placement(*f);
   if (auto f = section(root, "expect")) s.expect = read_expect(*f);
   return s;
 }

@@ -212,6 +212,14 @@ struct TelemetrySpec {
   std::optional<uint64_t> interval_ns;  // unset: every 250 ms of wall clock
 };
 
+// `placement:` for a lab across machines: the nodes machine i builds (index from 0, in the
+// allocation's order). Nodes not named are placed by the planner (plan/partition.h).
+struct PlacementSpec {
+  std::vector<std::vector<std::string>> machines;
+  std::vector<std::vector<SourceLoc>> locs;  // of each name
+  bool empty() const { return machines.empty(); }
+};
+
 struct Scenario {
   std::string file;  // path it was read from ("<string>" for tests)
   std::string name;
@@ -225,6 +233,7 @@ struct Scenario {
   std::vector<WorkloadStep> workload;
   std::vector<FaultEvent> faults;
   TelemetrySpec telemetry;
+  PlacementSpec placement;
   Expectations expect;
 };
 
