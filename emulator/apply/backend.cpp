@@ -15,6 +15,8 @@ Result<void> Backend::apply(const Action& action) {
           return set_link_up(a);
         else if constexpr (std::is_same_v<T, CreateVeth>)
           return create_veth(a);
+        else if constexpr (std::is_same_v<T, CreateVxlan>)
+          return create_vxlan(a);
         else if constexpr (std::is_same_v<T, AddAddress>)
           return add_address(a);
         else if constexpr (std::is_same_v<T, AddRoute>)

@@ -16,6 +16,7 @@ class Backend {
   virtual Result<void> set_sysctl(const SetSysctl& a) = 0;
   virtual Result<void> set_link_up(const SetLinkUp& a) = 0;
   virtual Result<void> create_veth(const CreateVeth& a) = 0;
+  virtual Result<void> create_vxlan(const CreateVxlan& a) = 0;
   virtual Result<void> add_address(const AddAddress& a) = 0;
   virtual Result<void> add_route(const AddRoute& a) = 0;
   virtual Result<void> make_dir(const MakeDir& a) = 0;

@@ -15,6 +15,7 @@
 #include "apply/rdma.h"
 #include "apply/run_root.h"
 #include "apply/veth.h"
+#include "apply/vxlan.h"
 #include "shaping/bpffs.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
@@ -169,6 +170,34 @@ Result<void> KernelBackend::create_veth(const CreateVeth& a) {
                             {*fb, a.if_b, a.ifindex_b, mac(a.mac_b)}, a.mtu, a.gso_max_segs);
   if (!r) return r.error().context(a.ns_a + " <-> " + a.ns_b);
   return ok();
+}
+
+Result<void> KernelBackend::create_vxlan(const CreateVxlan& a) {
+  auto fd = ns_fd(a.ns);
+  if (!fd) return fd.error();
+  // Made from home (this machine's namespace, whose underlay carries the tunnel), so that its
+  // UDP socket lives there while the device goes to the node.
+  if (!cur_ns_.empty()) {
+    FABEMU_TRY(enter_namespace(home_net_.get(), CLONE_NEWNET, "home"));
+    cur_ns_.clear();
+    cur_sock_.reset();
+    cur_raw_.reset();
+    cur_ifindex_.clear();
+  }
+  const unsigned dev = ::if_nametoindex(a.underlay_dev.c_str());
+  if (dev == 0) return errno_error("finding the underlay device " + a.underlay_dev);
+  auto mac = a.mac ? std::optional(a.mac->bytes) : std::nullopt;
+  FABEMU_TRY(fabemu::create_vxlan({*fd, a.ifname, a.ifindex, a.vni, a.local, a.remote,
+                                   static_cast<int>(dev), kVxlanPort, a.mtu, mac}));
+  // In the node's namespace: one packet per skb on a shaped port (as veths are made), then up.
+  auto raw = raw_socket_in(a.ns);
+  if (!raw) return raw.error();
+  auto idx = ifindex(a.ns, a.ifname);
+  if (!idx) return idx.error();
+  if (a.gso_max_segs) FABEMU_TRY(set_gso_max_segs(**raw, *idx, a.gso_max_segs));
+  auto sock = socket_in(a.ns);
+  if (!sock) return sock.error();
+  return (*sock)->set_up(*idx, a.ifname + " in " + a.ns);
 }
 
 Result<void> KernelBackend::add_address(const AddAddress& a) {

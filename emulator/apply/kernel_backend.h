@@ -28,6 +28,7 @@ class KernelBackend : public Backend {
   Result<void> set_sysctl(const SetSysctl& a) override;
   Result<void> set_link_up(const SetLinkUp& a) override;
   Result<void> create_veth(const CreateVeth& a) override;
+  Result<void> create_vxlan(const CreateVxlan& a) override;
   Result<void> add_address(const AddAddress& a) override;
   Result<void> add_route(const AddRoute& a) override;
   Result<void> make_dir(const MakeDir& a) override;

@@ -1,12 +1,14 @@
 // Lab lifecycle: pool reservation under a lock, journal, apply with rollback, teardown.
 #include "apply/lab.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
 #include <set>
 
 #include "apply/run_root.h"
+#include "plan/partition.h"
 #include "scenario/loader.h"
 #include "util/files.h"
 
@@ -14,14 +16,8 @@ namespace fabemu {
 namespace {
 
 Result<int> free_pool(const LabPaths& paths) {
-  std::set<int> used;
-  for (const auto& lab : list_labs(paths.run_root)) {
-    LabPaths other = paths;
-    other.lab = lab;
-    if (auto j = read_journal(other.journal()); j && j->pool >= 0) used.insert(j->pool);
-  }
-  for (int i = 0; i < kMaxLabPools; ++i)
-    if (!used.count(i)) return i;
+  const auto free = free_pools(paths);
+  if (!free.empty()) return free.front();
   return make_error("no free address pool: " + std::to_string(kMaxLabPools) +
                     " labs are up; take one down first");
 }
@@ -52,6 +48,19 @@ Result<void> remove_run_dir(const LabPaths& paths, Backend& backend) {
 
 }  // namespace
 
+std::vector<int> free_pools(const LabPaths& paths) {
+  std::set<int> used;
+  for (const auto& lab : list_labs(paths.run_root)) {
+    LabPaths other = paths;
+    other.lab = lab;
+    if (auto j = read_journal(other.journal()); j && j->pool >= 0) used.insert(j->pool);
+  }
+  std::vector<int> out;
+  for (int i = 0; i < kMaxLabPools; ++i)
+    if (!used.count(i)) out.push_back(i);
+  return out;
+}
+
 Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend& backend,
                         const UpOptions& options) {
   UpResult out;
@@ -61,14 +70,25 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
     if (path_exists(paths.run_dir()))
       return make_error("lab '" + paths.lab + "' already exists (" + paths.run_dir() +
                         "); `fabemu down " + paths.lab + "` first, or pick another --lab");
-    auto pool = free_pool(paths);
+    // A lab across machines has one pool on all of them, agreed by the launcher.
+    Result<int> pool = options.pool ? Result<int>(*options.pool) : free_pool(paths);
     if (!pool) return pool.error();
+    if (options.pool)
+      if (auto free = free_pools(paths); std::find(free.begin(), free.end(), *pool) == free.end())
+        return make_error("address pool " + std::to_string(*pool) + " is taken on this machine",
+                          EBUSY);
     auto model = build_model(scenario, *pool);
     if (!model) return model.error();
     out.model = std::move(*model);
     if (options.time_scale) {
       out.model.time_scale = *options.time_scale;
       out.model.time_scale_why = options.time_scale_why;
+    }
+    if (options.part) {
+      auto placement = partition(out.model, static_cast<int>(options.part->machines.size()));
+      if (!placement) return placement.error();
+      out.model.part = *options.part;
+      out.model.part->placement = std::move(*placement);
     }
     out.plan = make_plan(out.model, paths, *pool, options.plan);
     out.plan_options = options.plan;
@@ -178,6 +198,9 @@ Result<LabModel> lab_model(const LabPaths& paths, JournalFile* journal_out) {
   } else {
     model->rdma.why_not = "no record in " + paths.rdma_file();
   }
+  // A lab across machines: the part this machine built.
+  if (auto text = read_file(paths.part_file()))
+    FABEMU_TRY(parse_part(*text, paths.part_file(), *model));
   // How much slower than the real fabric it runs; labs made before it was kept run in real time.
   if (auto text = read_file(paths.time_scale_file()))
     FABEMU_TRY(parse_time_scale(*text, paths.time_scale_file(), *model));

@@ -25,7 +25,14 @@ struct UpOptions {
   // The time scale `up` decided (--time-scale, `auto`); unset: the scenario's number.
   std::optional<TimeScale> time_scale;
   std::string time_scale_why;
+  // A lab across machines: this machine's index, the machines and their underlay (the
+  // placement is computed here), and the address pool all of them use.
+  std::optional<MachinePart> part;
+  std::optional<int> pool;
 };
+
+// Address pools no lab on this machine uses, ascending (a launcher intersects the machines').
+std::vector<int> free_pools(const LabPaths& paths);
 
 struct UpResult {
   LabModel model;

@@ -1,6 +1,8 @@
 // Building a lab's model from its scenario, and the facts every layer above asks of it.
 #include "model/lab_model.h"
 
+#include <algorithm>
+
 namespace fabemu {
 
 Result<LabModel> build_model(const Scenario& scenario, int pool) {
@@ -20,6 +22,21 @@ Result<LabModel> build_model(const Scenario& scenario, int pool) {
     m.time_scale_why = "time_scale in the scenario";
   }
   return m;
+}
+
+bool Placement::cut(int link) const {
+  return std::binary_search(cut_links.begin(), cut_links.end(), link);
+}
+
+std::vector<int> Placement::nodes_of(int m) const {
+  std::vector<int> out;
+  for (size_t n = 0; n < machine_of.size(); ++n)
+    if (machine_of[n] == m) out.push_back(static_cast<int>(n));
+  return out;
+}
+
+bool local_node(const LabModel& m, int node) {
+  return !m.part || m.part->local(node);
 }
 
 bool ovs_switches(const LabModel& m) {

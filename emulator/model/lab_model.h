@@ -2,6 +2,7 @@
 // routes, and the choices `up` made for this kernel (soft-RoCE, the OVS datapath).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,29 @@ struct OvsChoice {
   std::string why_userspace;  // "fabric.ovs_datapath: userspace", "no openvswitch module (...)"
 };
 
+// Which machine builds each node of a lab spread over several (plan/partition.h decides).
+struct Placement {
+  int machines = 1;
+  std::vector<int> machine_of;  // per node, 0 .. machines-1
+  std::vector<int> cut_links;   // links whose two ends are on different machines, ascending
+
+  bool cut(int link) const;
+  // Nodes of machine m, in node order.
+  std::vector<int> nodes_of(int m) const;
+};
+
+// This machine's part of a lab spread over several: which machine it is, where every node is,
+// and the underlay that joins the machines (cut links are VXLAN tunnels over it).
+struct MachinePart {
+  int index = 0;
+  std::vector<std::string> machines;  // names, in the allocation's order
+  std::vector<Ipv4> underlay;         // each machine's underlay address
+  std::string underlay_dev;           // this machine's lower device for the tunnels
+  Placement placement;
+
+  bool local(int node) const { return placement.machine_of[node] == index; }
+};
+
 struct LabModel {
   Scenario scenario;
   Topology topo;
@@ -41,7 +65,12 @@ struct LabModel {
   // --time-scale, or `auto` (build_model takes the scenario's number; `up` decides `auto`).
   TimeScale time_scale;
   std::string time_scale_why;
+  // Set when the lab spans machines: this machine builds, shapes and runs only its part.
+  std::optional<MachinePart> part;
 };
+
+// Whether this machine builds `node` (always, unless the lab spans machines).
+bool local_node(const LabModel& m, int node);
 
 // Scenario -> topology -> addresses (out of pool `pool`) -> routes, all pure.
 Result<LabModel> build_model(const Scenario& scenario, int pool);

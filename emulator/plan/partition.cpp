@@ -50,17 +50,6 @@ int hosts_in(const Topology& t, const std::vector<int>& nodes) {
 
 }  // namespace
 
-bool Placement::cut(int link) const {
-  return std::binary_search(cut_links.begin(), cut_links.end(), link);
-}
-
-std::vector<int> Placement::nodes_of(int m) const {
-  std::vector<int> out;
-  for (size_t n = 0; n < machine_of.size(); ++n)
-    if (machine_of[n] == m) out.push_back(static_cast<int>(n));
-  return out;
-}
-
 Result<Placement> partition(const LabModel& model, int machines) {
   const Topology& t = model.topo;
   const PlacementSpec& pinned = model.scenario.placement;

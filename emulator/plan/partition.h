@@ -10,16 +10,6 @@
 
 namespace fabemu {
 
-struct Placement {
-  int machines = 1;
-  std::vector<int> machine_of;  // per node, 0 .. machines-1
-  std::vector<int> cut_links;   // links whose two ends are on different machines, ascending
-
-  bool cut(int link) const;
-  // Nodes of machine m, in node order.
-  std::vector<int> nodes_of(int m) const;
-};
-
 // Places the lab's nodes on `machines` machines: every host stays with the switch it hangs from
 // (its leaf or edge; a rail-optimized GPU with its server's scale-up switch), a fat-tree keeps
 // its pods whole, these groups are spread to balance host counts, and the remaining switches

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "plan/partition.h"
+#include "util/json.h"
 #include "util/prng.h"
 #include "util/units.h"
 
@@ -186,6 +188,44 @@ Result<void> parse_time_scale(const std::string& text, const std::string& path, 
   return ok();
 }
 
+std::string format_part(const MachinePart& part) {
+  Json underlay = Json::array();
+  for (const Ipv4& a : part.underlay) underlay.push_back(a.str());
+  return json_text({{"index", part.index},
+                    {"machines", part.machines},
+                    {"underlay", underlay},
+                    {"underlay_dev", part.underlay_dev}}) +
+         "\n";
+}
+
+Result<void> parse_part(const std::string& text, const std::string& path, LabModel& m) {
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto bad = [&] { return make_error(path + ": not a machine part: " + text, EINVAL); };
+  if (!j.is_object() || !j.contains("machines") || !j.contains("underlay")) return bad();
+  MachinePart part;
+  try {
+    part.index = j.at("index").get<int>();
+    part.machines = j.at("machines").get<std::vector<std::string>>();
+    for (const auto& a : j.at("underlay")) {
+      auto ip = parse_ipv4(a.get<std::string>());
+      if (!ip) return bad();
+      part.underlay.push_back(*ip);
+    }
+    part.underlay_dev = j.value("underlay_dev", "");
+  } catch (const Json::exception&) {
+    return bad();
+  }
+  if (part.machines.size() != part.underlay.size() || part.index < 0 ||
+      part.index >= static_cast<int>(part.machines.size()))
+    return bad();
+  // The same placement every machine computed: it follows from the model alone.
+  auto placement = partition(m, static_cast<int>(part.machines.size()));
+  if (!placement) return placement.error().context(path);
+  part.placement = std::move(*placement);
+  m.part = std::move(part);
+  return ok();
+}
+
 std::string format_rdma_choice(const RdmaChoice& c) {
   return c.rxe ? format_record("rxe", "") : format_record("off", c.why_not);
 }
@@ -239,13 +279,19 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   plan.actions.push_back(MakeDir{paths.etc_dir()});
 
   const bool ovs = ovs_switches(m);
+  // A lab across machines: this machine builds its own nodes, and the ends of cut links.
+  auto local = [&](int node) { return local_node(m, node); };
+  bool local_switch = false;
   std::vector<const Node*> namespaced;  // nodes with a namespace of their own
-  for (const Node& n : t.nodes)
-    if (!(ovs && n.role == Role::Switch)) namespaced.push_back(&n);
+  for (size_t n = 0; n < t.nodes.size(); ++n) {
+    if (!local(static_cast<int>(n))) continue;
+    if (!(ovs && t.nodes[n].role == Role::Switch)) namespaced.push_back(&t.nodes[n]);
+    local_switch |= t.nodes[n].role == Role::Switch;
+  }
   // The OVS namespace: the daemons and every switch port. Named like a node (the topology
   // refuses nodes of that name), set up like a switch that does not forward itself.
   Node ovs_node{kOvsNamespaceNode, Role::Switch};
-  if (ovs) namespaced.push_back(&ovs_node);
+  if (ovs && local_switch) namespaced.push_back(&ovs_node);
   for (const Node* np : namespaced) {
     const Node& n = *np;
     const std::string ns = paths.ns_name(n.name);
@@ -266,7 +312,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   if (shaped) {
     // Host sockets whose packets wait in their own host's fq for the emulated delay.
     for (int h : t.hosts())
-      if (auto tsq = tsq_bytes_for(t, h); tsq && options.fq)
+      if (auto tsq = tsq_bytes_for(t, h); tsq && options.fq && local(h))
         plan.actions.push_back(SetSysctl{paths.ns_name(t.nodes[h].name),
                                          "net/ipv4/tcp_limit_output_bytes", std::to_string(*tsq)});
   }
@@ -274,6 +320,23 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   for (size_t i = 0; i < t.links.size(); ++i) {
     const Link& l = t.links[i];
     const int id = static_cast<int>(i);
+    if (!local(l.a.node) || !local(l.b.node)) {
+      // A link to another machine: this machine's end is a VXLAN tunnel to the other's.
+      for (bool b_side : {false, true}) {
+        const int node = b_side ? l.b.node : l.a.node, peer = b_side ? l.a.node : l.b.node;
+        if (!local(node) || local(peer)) continue;
+        const MachinePart& part = *m.part;
+        CreateVxlan x{node_ns(m, paths, node),   b_side ? l.b.ifname : l.a.ifname,
+                      port_ifindex(id, b_side),  vxlan_id(pool, id),
+                      part.underlay[part.index], part.underlay[part.placement.machine_of[peer]],
+                      part.underlay_dev,         m.scenario.fabric.mtu,
+                      shaped ? 1u : 0u};
+        if (ovs) x.mac = port_mac(pool, id, b_side);
+        plan.actions.push_back(std::move(x));
+        ++plan.tunnels;
+      }
+      continue;
+    }
     CreateVeth v{node_ns(m, paths, l.a.node), l.a.ifname,
                  node_ns(m, paths, l.b.node), l.b.ifname,
                  m.scenario.fabric.mtu,       port_ifindex(id, false),
@@ -289,9 +352,11 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   for (size_t id = 0; id < t.nodes.size(); ++id) {
     const Node& n = t.nodes[id];
     const int node = static_cast<int>(id);
+    if (!local(node)) continue;
     const std::string ns = node_ns(m, paths, node);
     for (int l : t.links_of(node))
-      if (t.links[l].b.node == node) plan.actions.push_back(SetLinkUp{ns, t.links[l].b.ifname});
+      if (t.links[l].b.node == node && local(t.links[l].a.node))
+        plan.actions.push_back(SetLinkUp{ns, t.links[l].b.ifname});
     if (ovs && n.role == Role::Switch) continue;  // OpenFlow routes, ARP answered by flows
     for (int l : t.links_of(node))
       plan.actions.push_back(AddAddress{ns, t.links[l].end(node).ifname,
@@ -307,13 +372,14 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     }
   }
 
-  if (ovs) {
+  if (ovs && local_switch) {
     // Userspace OVS reads frames off packet sockets: both ends of every link to a switch send
     // them finished.
     if (!options.ovs.kernel)
       for (const Link& l : t.links)
         for (const LinkEnd* e : {&l.a, &l.b})
-          if (t.nodes[l.a.node].role == Role::Switch || t.nodes[l.b.node].role == Role::Switch)
+          if ((t.nodes[l.a.node].role == Role::Switch || t.nodes[l.b.node].role == Role::Switch) &&
+              local(e->node))
             plan.actions.push_back(DisableOffloads{node_ns(m, paths, e->node), e->ifname});
     const std::string ns = paths.ns_name(kOvsNamespaceNode);
     plan.actions.push_back(MakeDir{paths.ovs_dir()});
@@ -321,6 +387,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     plan.actions.push_back(StartOvs{ns, paths.ovs_dir()});
     ConfigureOvs c{ns, paths.ovs_dir(), options.ovs.kernel ? "system" : "netdev", {}};
     for (int sw : t.switches()) {
+      if (!local(sw)) continue;
       c.bridges.push_back(
           ovs_bridge(t, m.addresses, m.routes[sw], sw, m.scenario.fabric, m.scenario.seed, pool));
       plan.routes += static_cast<int>(m.routes[sw].size());  // as many as a router's
@@ -334,6 +401,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   // before the namespaces go.
   if (options.rdma.rxe)
     for (int h : t.hosts()) {
+      if (!local(h)) continue;
       const std::string& name = t.nodes[h].name;
       plan.journal.push_back({K::Rdma, paths.rxe_name(name)});
       plan.actions.push_back(CreateRxe{paths.ns_name(name), host_nic(t, h), paths.rxe_name(name)});
@@ -341,6 +409,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     }
   plan.actions.push_back(WriteFile{paths.rdma_file(), format_rdma_choice(options.rdma)});
   plan.actions.push_back(WriteFile{paths.time_scale_file(), format_time_scale(m)});
+  if (m.part) plan.actions.push_back(WriteFile{paths.part_file(), format_part(*m.part)});
 
   // The link model, once every port exists and is up. Its maps outlive this process, pinned
   // in bpffs; the program lives as long as some port holds it. Loaded in every lab, so that
@@ -353,6 +422,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
       const Link& l = t.links[i];
       const int id = static_cast<int>(i);
       for (bool back : {false, true}) {
+        if (!local(back ? l.b.node : l.a.node)) continue;  // the other machine shapes it
         plan.actions.push_back(port_of(m, paths, id, back, options, back ? l.b_to_a : l.a_to_b));
         ++plan.shaped_ports;
       }
@@ -372,13 +442,13 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   // cgroups only for limited hosts: a memory cgroup costs the kernel far more than a namespace.
   // (A host that a fault slows down gets one too: its quota changes during the run.)
   bool any_cgroup = false;
-  for (int h : t.hosts()) any_cgroup |= host_has_cgroup(m, h);
+  for (int h : t.hosts()) any_cgroup |= host_has_cgroup(m, h) && local(h);
   if (any_cgroup) {
     const std::string base = std::string(kPrefix) + "/" + paths.lab;
     plan.journal.push_back({K::Cgroup, kPrefix});
     plan.journal.push_back({K::Cgroup, base});
     for (int h : t.hosts())
-      if (host_has_cgroup(m, h)) {
+      if (host_has_cgroup(m, h) && local(h)) {
         const Node& n = t.nodes[h];
         plan.journal.push_back({K::Cgroup, host_cgroup(paths, n.name)});
         plan.actions.push_back(CreateCgroup{host_cgroup(paths, n.name), n.limits});
@@ -404,6 +474,10 @@ std::string describe(const Action& action) {
     }
     std::string operator()(const AddAddress& a) const {
       return "add address " + a.addr.str() + " to " + a.ifname + " in " + a.ns;
+    }
+    std::string operator()(const CreateVxlan& a) const {
+      return "create vxlan " + a.ifname + " in " + a.ns + " vni " + std::to_string(a.vni) + " " +
+             a.local.str() + " -> " + a.remote.str() + " over " + a.underlay_dev;
     }
     std::string operator()(const AddRoute& a) const {
       std::string s = "add route " + a.dst.str() + " in " + a.ns + " via";

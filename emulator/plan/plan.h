@@ -52,6 +52,31 @@ struct CreateVeth {
   std::optional<Mac> mac_a, mac_b;
 };
 
+// One end of a link that crosses machines (plan/partition.h): a VXLAN device named like the
+// port, made from the machine's own namespace (whose underlay carries it) straight into the
+// node's namespace, where it is the port: the same ifindex, MTU and (with OVS) MAC a veth end
+// would have had, and the link model on it. Unicast to the other machine, no learning; the VNI
+// is the link's, unique in the lab (see vxlan_id).
+struct CreateVxlan {
+  std::string ns, ifname;
+  uint32_t ifindex = 0;
+  uint32_t vni = 0;
+  Ipv4 local, remote;        // underlay addresses of this machine and the other end's
+  std::string underlay_dev;  // this machine's lower device
+  uint32_t mtu = 1500;
+  uint32_t gso_max_segs = 0;  // as CreateVeth
+  std::optional<Mac> mac;
+};
+
+// The VXLAN network identifier of a cut link: the lab's address pool and the link, so that two
+// labs across the same machines never share one.
+inline uint32_t vxlan_id(int pool, int link) {
+  return 0x10000u * static_cast<uint32_t>(pool + 1) + static_cast<uint32_t>(link);
+}
+inline constexpr uint16_t kVxlanPort = 4789;
+// What VXLAN adds to a frame on the underlay: outer Ethernet, IPv4, UDP and VXLAN headers.
+inline constexpr uint32_t kVxlanOverhead = 50;
+
 // Transmit checksumming, TSO, GSO and GRO off on a port: OVS's userspace datapath reads and
 // writes whole frames on packet sockets, so a frame must leave its sender complete (TCP stalls
 // on the checksums a veth would otherwise leave to "hardware").
@@ -147,9 +172,10 @@ struct CreateRxe {
   std::string name;
 };
 
-using Action = std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, AddAddress, AddRoute,
-                            WriteFile, MakeDir, MakeSymlink, CreateCgroup, LoadShaper, ShapePort,
-                            CreateRxe, DisableOffloads, StartOvs, ConfigureOvs>;
+using Action =
+    std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, CreateVxlan, AddAddress,
+                 AddRoute, WriteFile, MakeDir, MakeSymlink, CreateCgroup, LoadShaper, ShapePort,
+                 CreateRxe, DisableOffloads, StartOvs, ConfigureOvs>;
 
 std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 
@@ -171,6 +197,7 @@ struct Plan {
   std::vector<JournalEntry> journal;  // written before the first action runs
   std::vector<Action> actions;
   int namespaces = 0, veths = 0, routes = 0;  // for progress and reports
+  int tunnels = 0;                            // VXLAN ends of links to other machines
   int shaped_ports = 0;
   int rxe_devices = 0;
   int ovs_bridges = 0;
@@ -231,6 +258,11 @@ std::string node_netns_path(const LabModel& m, const LabPaths& paths, int node);
 
 // A limited host's cgroup, relative to each controller's mount point: `fabemu/LAB/HOST`.
 std::string host_cgroup(const LabPaths& paths, const std::string& host);
+
+// This machine's part of a lab across machines as the run dir keeps it (LabPaths::part_file),
+// one JSON object; parse fills m.part (the placement is computed again from the model).
+std::string format_part(const MachinePart& part);
+Result<void> parse_part(const std::string& text, const std::string& path, LabModel& m);
 
 // Every port is shaped when any link direction has a shape; otherwise none is (and `fabemu link
 // set` attaches the model when it is first needed).

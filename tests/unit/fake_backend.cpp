@@ -69,6 +69,59 @@ Result<void> FakeBackend::create_veth(const CreateVeth& a) {
   return ok();
 }
 
+Result<void> FakeBackend::create_vxlan(const CreateVxlan& a) {
+  FABEMU_TRY(step(describe(a)));
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  if (a.ifname.empty() || a.ifname.size() > 15)
+    return make_error("interface name " + a.ifname, EINVAL);
+  if ((*ns)->ifaces.count(a.ifname)) return make_error(describe(a), EEXIST);
+  for (const auto& [_, iface] : (*ns)->ifaces)
+    if (a.ifindex && iface.ifindex == a.ifindex) return make_error(describe(a), EBUSY);
+  // One VNI per tunnel on a machine: the kernel refuses a second device for it.
+  for (const auto& [_, other] : namespaces)
+    for (const auto& [__, iface] : other.ifaces)
+      if (iface.vxlan && iface.vxlan->vni == a.vni) return make_error(describe(a), EEXIST);
+  Iface i{true, "", "", {}, a.ifindex, a.gso_max_segs, {}, a.mac};
+  i.vxlan = a;
+  (*ns)->ifaces[a.ifname] = std::move(i);
+  return ok();
+}
+
+FakeBackend FakeBackend::join(const std::vector<FakeBackend>& machines) {
+  FakeBackend all;
+  // Namespace names per machine, renamed where two machines have the same.
+  std::map<std::string, int> count;
+  for (const auto& m : machines)
+    for (const auto& [name, _] : m.namespaces) ++count[name];
+  auto renamed = [&](const std::string& name, size_t mi) {
+    return count[name] > 1 ? name + "@m" + std::to_string(mi) : name;
+  };
+  for (size_t mi = 0; mi < machines.size(); ++mi) {
+    for (const auto& [name, ns] : machines[mi].namespaces) {
+      Ns copy = ns;
+      for (auto& [_, iface] : copy.ifaces)
+        if (!iface.peer_ns.empty()) iface.peer_ns = renamed(iface.peer_ns, mi);
+      all.namespaces[renamed(name, mi)] = std::move(copy);
+    }
+    for (const auto& [name, bridges] : machines[mi].ovs_bridges)
+      all.ovs_bridges[renamed(name, mi)] = bridges;
+  }
+  // Tunnel ends: the one with the same VNI whose machine's address is this end's remote.
+  for (auto& [name, ns] : all.namespaces)
+    for (auto& [ifname, iface] : ns.ifaces) {
+      if (!iface.vxlan) continue;
+      for (auto& [other_name, other] : all.namespaces)
+        for (auto& [other_if, o] : other.ifaces)
+          if (o.vxlan && &o != &iface && o.vxlan->vni == iface.vxlan->vni &&
+              o.vxlan->local == iface.vxlan->remote && o.vxlan->remote == iface.vxlan->local) {
+            iface.peer_ns = other_name;
+            iface.peer_if = other_if;
+          }
+    }
+  return all;
+}
+
 Result<void> FakeBackend::add_address(const AddAddress& a) {
   FABEMU_TRY(step(describe(a)));
   auto ns = find_ns(a.ns);

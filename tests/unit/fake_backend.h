@@ -21,6 +21,7 @@ class FakeBackend : public Backend {
     std::optional<ShapePort> shaped;  // the link model on this port
     std::optional<Mac> mac;           // fixed at creation; unset: random
     bool offloads_off = false;
+    std::optional<CreateVxlan> vxlan;  // a tunnel end to another machine (peer set by merging)
   };
   struct Ns {
     std::map<std::string, Iface> ifaces;
@@ -43,6 +44,7 @@ class FakeBackend : public Backend {
   Result<void> set_sysctl(const SetSysctl& a) override;
   Result<void> set_link_up(const SetLinkUp& a) override;
   Result<void> create_veth(const CreateVeth& a) override;
+  Result<void> create_vxlan(const CreateVxlan& a) override;
   Result<void> add_address(const AddAddress& a) override;
   Result<void> add_route(const AddRoute& a) override;
   Result<void> make_dir(const MakeDir& a) override;
@@ -74,6 +76,11 @@ class FakeBackend : public Backend {
 
   std::vector<std::string> trace(const std::string& ns, Ipv4 dst, int max_hops = 16,
                                  size_t ecmp_choice = 0) const;
+
+  // The machines of one lab as one fake kernel, each tunnel end joined to the end with its VNI
+  // on the machine it points to (as the underlay would carry it). A namespace that several
+  // machines have (the OVS one) is kept once per machine, as "NAME@mI".
+  static FakeBackend join(const std::vector<FakeBackend>& machines);
 
  private:
   Result<void> step(const std::string& what);

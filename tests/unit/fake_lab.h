@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fake_backend.h"
+#include "plan/partition.h"
 #include "plan/plan.h"
 #include "scenario/loader.h"
 
@@ -44,6 +45,45 @@ inline std::unique_ptr<Applied> apply_fake(const std::string& yaml, const PlanOp
     EXPECT_TRUE(r.ok()) << describe(act) << ": " << r.error().what();
     if (!r.ok()) return nullptr;
   }
+  return a;
+}
+
+// The scenario's lab spread over `machines` machines (plan/partition.h), each machine's part
+// planned and applied to a fake kernel of its own, then the machines joined over their tunnels
+// (FakeBackend::join). `fake` is the joined view; `parts` what each machine built.
+struct AppliedCluster : Applied {
+  std::vector<Plan> plans;
+  std::vector<FakeBackend> parts;
+};
+
+inline std::unique_ptr<AppliedCluster> apply_cluster(const std::string& yaml, int machines,
+                                                     const PlanOptions& options = {},
+                                                     int pool = 0) {
+  auto a = std::make_unique<AppliedCluster>();
+  auto m = build_model(load(yaml), pool);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().what());
+  if (!m.ok()) return nullptr;
+  auto placement = partition(*m, machines);
+  EXPECT_TRUE(placement.ok());
+  if (!placement.ok()) return nullptr;
+  a->paths.lab = "t";
+  for (int mi = 0; mi < machines; ++mi) {
+    LabModel part = *m;
+    part.part = MachinePart{mi, {}, {}, "eth0", *placement};
+    for (int j = 0; j < machines; ++j) {
+      part.part->machines.push_back("m" + std::to_string(j + 1));
+      part.part->underlay.push_back(Ipv4{0xc6120001u + static_cast<uint32_t>(j)});  // 198.18.0.x
+    }
+    a->plans.push_back(make_plan(part, a->paths, pool, options));
+    a->parts.emplace_back();
+    for (const Action& act : a->plans.back().actions) {
+      auto r = a->parts.back().apply(act);
+      EXPECT_TRUE(r.ok()) << "machine " << mi << ": " << describe(act) << ": " << r.error().what();
+      if (!r.ok()) return nullptr;
+    }
+    if (mi == 0) a->model = part;
+  }
+  a->fake = FakeBackend::join(a->parts);
   return a;
 }
 
