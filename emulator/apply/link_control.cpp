@@ -115,6 +115,8 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
 
   std::vector<LinkChange> out;
   for (const Direction& d : *dirs) {
+    // A lab across machines: each shapes the directions that leave its own nodes.
+    if (!local_node(model, (d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node)) continue;
     auto cfg = shaper->get(port_ifindex(d.link, d.b_to_a));
     const bool shaped = static_cast<bool>(cfg);
     LinkChange c;

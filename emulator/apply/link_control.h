@@ -53,7 +53,8 @@ struct ChangeOptions {
 // ("a:b" both, "a>b" one) and writes it to the maps: the next packet sees it; queues, loss
 // sequences and counters carry on. A port without the model gets it first. Zero values turn a
 // setting off. Through `open` when given (the fault player changes links many times), else maps
-// opened for this call.
+// opened for this call. In a lab across machines only the directions that leave this machine's
+// nodes change (none here: an empty list).
 Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabModel& model,
                                              const std::string& link, const LinkShape& change,
                                              const ChangeOptions& options = {},

@@ -8,6 +8,10 @@
 
 #include "apply/lab.h"
 #include "plan/lab_paths.h"
+#include "report/report.h"
+#include "runtime/reachability.h"
+#include "runtime/workload.h"
+#include "util/json.h"
 #include "util/result.h"
 
 namespace fabemu::cli {
@@ -30,6 +34,12 @@ struct UpArgs {
   bool accept_degraded = false;
   std::string time_scale;  // --time-scale N|auto: over the scenario's time_scale
   int machines = 0;        // with dry_run: show the partition over this many machines
+  std::string on;          // --on slurm: across the machines of the allocation
+  // `agent up` and `agent probe`: this machine's part of a lab across `cluster` (machine names
+  // in the allocation's order), its pool, the directory every machine shares.
+  std::vector<std::string> cluster;
+  std::optional<int> pool;
+  std::string shared_dir;
 };
 
 // `link set LAB LINK --rate ...`; `link down/up` set `down`.
@@ -38,6 +48,7 @@ struct LinkSetArgs {
   std::string rate, delay, jitter, loss, loss_burst, queue, ecn;  // "" = unchanged
   std::optional<bool> reorder, down;
   bool accept_degraded = false;
+  std::string on;  // --on slurm: a lab across machines
 };
 
 // `perf LAB SERVER CLIENT --tool ib_write_bw -- EXTRA...`
@@ -61,6 +72,29 @@ struct RunArgs {
   std::string report_dir;  // default: fabemu-reports/LAB-DATE-TIME
 };
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base);
+
+// A lab across the machines of an allocation (`--on slurm`): cluster_commands.cpp.
+int cluster_up(const UpArgs& args, const LabPaths& base);
+int cluster_run(const UpArgs& args, const RunArgs& run, const LabPaths& base);
+int cluster_down(const std::vector<std::string>& labs, const std::string& on, const LabPaths& base);
+int cluster_status(const std::string& lab, bool json, const std::string& on, const LabPaths& base);
+int cluster_exec(const std::string& target, bool all, bool no_tag,
+                 const std::vector<std::string>& argv, const std::string& on, const LabPaths& base);
+int cluster_link_set(const LinkSetArgs& args, const LabPaths& base);
+// `status --json` of every machine of a lab across machines merged into one object (each node,
+// link end and direction from the machine that has it); rendered as `status` renders one.
+Json merge_status_json(const std::vector<Json>& parts);
+void print_status_json(const Json& status);
+// `fabemu agent ACTION ...`, what the launcher starts on each machine: agent_command.cpp.
+struct AgentArgs {
+  std::string action;       // probe, up, reach, run
+  UpArgs up;                // probe, up: the scenario and the part
+  std::string lab;          // reach, run
+  std::string run_id;       // run: the Gloo rendezvous prefix every machine shares
+  int64_t start_at_ns = 0;  // run: the workload's start, CLOCK_REALTIME
+  std::string out;          // run: where this machine's part of the report goes
+};
+int cmd_agent(const AgentArgs& args, const LabPaths& base);
 int cmd_graph(const std::string& target, const std::string& output, const std::string& format,
               const LabPaths& base);
 int cmd_predict(const std::string& lab, const std::string& transport, const LabPaths& base);
@@ -72,6 +106,34 @@ double seconds_since(std::chrono::steady_clock::time_point t);
 // `up`'s work, shared with `run`: checks, the lab built, what `up` prints; the exit code.
 int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
              LabPaths& paths);
+
+// What `up` decides before it touches anything: the scenario loaded and checked, the lab's
+// model (pool 0; with args.cluster, this machine's part), what the kernel lets the link model
+// do, the time scale. An exit code (the error printed) when something is wrong.
+struct Prepared {
+  Scenario scenario;
+  std::string text;
+  LabPaths paths;
+  LabModel model;
+  PlanOptions plan;
+  std::vector<std::string> notes;  // about the time scale
+};
+std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base);
+// The notes `up` prints about what it built (time scale, link model, switches, rdma).
+std::vector<std::string> up_notes(const Scenario& s, const UpResult& up);
+
+// `run`'s phases, shared by one machine and a lab across machines. Prints the reachability
+// line (and pairs without an answer) and counts them into the report; true when all answered.
+bool print_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds,
+                        RunReport& report);
+// The workload with the fault timeline and the sampler beside it, timed from t0 (across
+// machines: the launcher's common start); `live` prints each step's verdict as it ends. False
+// when a step failed.
+bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptions& wo,
+                   std::chrono::steady_clock::time_point t0, RunReport& report, bool live);
+void print_step(const LabModel& m, const StepReport& s);
+// Faults, busiest links, expectations, the report files; the exit code.
+int finish_run(const LabModel& m, RunReport& report, const RunArgs& run);
 void print_error(const std::string& message);
 // A lab's model could not be read: says why; returns kExitNoLab when there is no such lab.
 int lab_error(const Error& e);

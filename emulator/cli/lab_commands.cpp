@@ -10,10 +10,12 @@
 #include "apply/journal.h"
 #include "apply/kernel_backend.h"
 #include "apply/lab.h"
+#include "apply/run_root.h"
 #include "cli/commands.h"
 #include "doctor/capabilities.h"
 #include "doctor/system_probe.h"
 #include "plan/partition.h"
+#include "runtime/cluster.h"
 #include "scenario/loader.h"
 #include "util/files.h"
 #include "util/units.h"
@@ -35,7 +37,9 @@ Progress terminal_progress(bool quiet) {
   };
 }
 
-std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
+}  // namespace
+
+std::vector<std::string> up_notes(const Scenario& s, const UpResult& up) {
   std::vector<std::string> out;
   const PlanOptions& mode = up.plan_options;
   if (const TimeScale& t = up.model.time_scale; t.dilated()) {
@@ -82,16 +86,6 @@ std::vector<std::string> notes(const Scenario& s, const UpResult& up) {
   return out;
 }
 
-struct Prepared {
-  Scenario scenario;
-  std::string text;
-  LabPaths paths;
-  LabModel model;  // with address pool 0: what --dry-run shows; `up` picks the free pool
-  PlanOptions plan;
-  std::vector<std::string> notes;  // about the time scale
-};
-
-// Loads and validates everything; returns an exit code on failure.
 std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
   auto sc = load_scenario_file(args.scenario);
   if (!sc) {
@@ -117,6 +111,35 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
   p.model = std::move(*model);
   // A partition's dry run needs nothing of this machine's kernel.
   if (args.dry_run && args.machines > 0) return p;
+  if (!args.cluster.empty()) {
+    // This machine's part: the same placement on every machine, its own nodes built here.
+    auto placement = partition(p.model, static_cast<int>(args.cluster.size()));
+    if (!placement) {
+      print_error(p.scenario.file + ": " + placement.error().what());
+      return kExitBadInput;
+    }
+    auto part = this_machine_part(args.cluster, args.shared_dir);
+    if (!part) {
+      print_error(part.error().what());
+      return kExitFailed;
+    }
+    part->placement = std::move(*placement);
+    auto mtu = underlay_mtu(*part);
+    if (!mtu) {
+      print_error(mtu.error().what());
+      return kExitFailed;
+    }
+    // A cut link's frames travel in VXLAN: fabric MTU + its headers must fit the underlay.
+    if (p.scenario.fabric.mtu + kVxlanOverhead > *mtu) {
+      print_error(printf_string(
+          "%s: fabric mtu %u + %u bytes of VXLAN headers does not fit the underlay's MTU %u "
+          "(%s on %s): raise the underlay's MTU (jumbo frames) or lower fabric.mtu to %u",
+          p.scenario.file.c_str(), p.scenario.fabric.mtu, kVxlanOverhead, *mtu,
+          part->underlay_dev.c_str(), part->machines[part->index].c_str(), *mtu - kVxlanOverhead));
+      return kExitBadInput;
+    }
+    p.model.part = std::move(*part);
+  }
   // What this kernel can do, asked as the doctor asks it (verdicts kept for the boot).
   SystemProbe probe(base.run_root, /*fresh=*/false);
   Capabilities caps(probe);
@@ -142,6 +165,8 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
   p.notes = std::move(scale->notes);
   return p;
 }
+
+namespace {
 
 // `up --dry-run --machines M`: where each node would be built and what crosses machines.
 int print_partition(const LabModel& m, int machines) {
@@ -222,7 +247,7 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
   if (args.timings)
     for (const auto& [phase, secs] : up->phase_seconds)
       std::printf("  %-10s %.3f s\n", phase.c_str(), secs);
-  for (const auto& n : notes(p.scenario, *up)) std::printf("  note: %s\n", n.c_str());
+  for (const auto& n : up_notes(p.scenario, *up)) std::printf("  note: %s\n", n.c_str());
   for (const auto& n : p.notes) std::printf("  note: %s\n", n.c_str());
   out = std::move(*up);
   return kExitOk;
@@ -257,6 +282,14 @@ int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& 
   for (const auto& lab : labs) {
     LabPaths paths = base;
     paths.lab = lab;
+    // An agent still building or running this machine's part of the lab stops first.
+    if (auto stopped = stop_agent(base.run_root, lab); !stopped) {
+      print_error(stopped.error().what());
+      code = kExitFailed;
+      continue;
+    } else if (*stopped) {
+      std::printf("lab %s: stopped the agent still working on it here\n", lab.c_str());
+    }
     if (!all && !path_exists(paths.run_dir())) {
       print_error("down: no lab named '" + lab + "'");
       code = std::max(code, kExitNoLab);

@@ -33,7 +33,12 @@ int main(int argc, char** argv) {
                     "(time dilation; every figure printed is the real fabric's), or auto: N "
                     "from this machine's calibrated capacity. Overrides the scenario's "
                     "time_scale");
+    cmd->add_option("--on", a.on,
+                    "slurm: spread the lab over the machines of this Slurm allocation (one "
+                    "fabemu agent per machine, cut links as VXLAN tunnels; docs/cluster.md)");
   };
+  // The same for the commands that reach a running lab.
+  const std::string on_help = "slurm: the lab was spread over the machines of a Slurm allocation";
 
   cli::UpArgs up;
   auto* up_cmd = app.add_subcommand("up", "Build the fabric of a scenario and leave it running");
@@ -51,12 +56,16 @@ int main(int argc, char** argv) {
   auto* down_cmd = app.add_subcommand("down", "Remove a lab (also after a crash)");
   down_cmd->add_option("lab", down_labs, "Lab names");
   down_cmd->add_flag("--all", down_all, "Every fabemu lab on this machine");
+  std::string down_on;
+  down_cmd->add_option("--on", down_on, on_help)->excludes("--all");
 
   std::string status_lab;
   bool status_json = false;
   auto* status_cmd = app.add_subcommand("status", "Nodes, links, addresses and counters of a lab");
   status_cmd->add_option("lab", status_lab, "Lab name (none: list labs)");
   status_cmd->add_flag("--json", status_json, "Machine-readable output");
+  std::string status_on;
+  status_cmd->add_option("--on", status_on, on_help);
 
   std::string exec_target;
   std::vector<std::string> exec_argv;
@@ -68,6 +77,8 @@ int main(int argc, char** argv) {
   exec_cmd->add_option("command", exec_argv, "Command and arguments, after --")->required();
   exec_cmd->add_flag("--all", exec_all, "One process per host, with RANK/WORLD_SIZE set");
   exec_cmd->add_flag("--no-tag", exec_no_tag, "With --all: do not prefix lines with [host]");
+  std::string exec_on;
+  exec_cmd->add_option("--on", exec_on, on_help);
 
   cli::LinkSetArgs link;
   auto* link_cmd = app.add_subcommand("link", "Change a running lab's links live");
@@ -79,6 +90,7 @@ int main(int argc, char** argv) {
   for (auto* c : {link_set, link_down, link_up}) {
     c->add_option("lab", link.lab, "Lab name")->required();
     c->add_option("link", link.link, "a:b or a>b, e.g. leaf1:spine2")->required();
+    c->add_option("--on", link.on, on_help);
   }
   link_set->add_option("--rate", link.rate, "e.g. 10gbit; 'unlimited' lifts the limit");
   link_set->add_option("--delay", link.delay, "Added one-way delay, e.g. 50us; 0 for none");
@@ -142,6 +154,23 @@ int main(int argc, char** argv) {
                       "Directory for report.html, report.jsonl and topology.svg (default: "
                       "fabemu-reports/LAB-DATE-TIME)");
 
+  // What a launcher starts on each machine of a lab across machines (not for users).
+  cli::AgentArgs agent;
+  std::string agent_machines;
+  auto* agent_cmd = app.add_subcommand("agent", "One machine's part of a lab across machines");
+  agent_cmd->group("");
+  agent_cmd->add_option("action", agent.action, "probe, up, reach or run")->required();
+  agent_cmd->add_option("scenario", agent.up.scenario, "probe, up: the scenario file");
+  agent_cmd->add_option("--lab", agent.up.lab, "Lab name");
+  agent_cmd->add_option("--machines", agent_machines, "The allocation's machines, m1,m2,...");
+  agent_cmd->add_option("--shared-dir", agent.up.shared_dir, "The directory every machine sees");
+  agent_cmd->add_option("--pool", agent.up.pool, "up: the address pool the machines agreed on");
+  agent_cmd->add_option("--time-scale", agent.up.time_scale, "probe, up: as `up`'s");
+  agent_cmd->add_flag("--accept-degraded", agent.up.accept_degraded, "probe, up: as `up`'s");
+  agent_cmd->add_option("--run-id", agent.run_id, "run: the Gloo rendezvous prefix");
+  agent_cmd->add_option("--start-at", agent.start_at_ns, "run: the start, ns of CLOCK_REALTIME");
+  agent_cmd->add_option("--out", agent.out, "run: the directory for the machine's part");
+
   std::string graph_target, graph_out = "-", graph_format;
   auto* graph_cmd = app.add_subcommand(
       "graph", "The topology as a picture: SVG or Graphviz DOT, of a lab or a scenario file");
@@ -157,12 +186,21 @@ int main(int argc, char** argv) {
     return code == 0 ? cli::kExitOk : cli::kExitBadInput;
   }
 
-  if (up_cmd->parsed()) return cli::cmd_up(up, base);
-  if (down_cmd->parsed()) return cli::cmd_down(down_labs, down_all, base);
-  if (status_cmd->parsed()) return cli::cmd_status(status_lab, status_json, base);
+  if (up_cmd->parsed())
+    return up.on.empty() || up.dry_run ? cli::cmd_up(up, base) : cli::cluster_up(up, base);
+  if (down_cmd->parsed())
+    return down_on.empty() ? cli::cmd_down(down_labs, down_all, base)
+                           : cli::cluster_down(down_labs, down_on, base);
+  if (status_cmd->parsed())
+    return status_on.empty() || status_lab.empty()
+               ? cli::cmd_status(status_lab, status_json, base)
+               : cli::cluster_status(status_lab, status_json, status_on, base);
   // CLI11 keeps the "--" separator among the positionals.
   if (!exec_argv.empty() && exec_argv.front() == "--") exec_argv.erase(exec_argv.begin());
-  if (exec_cmd->parsed()) return cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_argv, base);
+  if (exec_cmd->parsed())
+    return exec_on.empty()
+               ? cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_argv, base)
+               : cli::cluster_exec(exec_target, exec_all, exec_no_tag, exec_argv, exec_on, base);
   if (doctor_cmd->parsed()) return cli::cmd_doctor(doctor_json, doctor_calibrate, base.run_root);
   if (predict_cmd->parsed()) return cli::cmd_predict(predict_lab, predict_transport, base);
   if (!perf.extra.empty() && perf.extra.front() == "--") perf.extra.erase(perf.extra.begin());
@@ -170,8 +208,20 @@ int main(int argc, char** argv) {
   if (reorder || no_reorder) link.reorder = reorder;
   if (link_down->parsed()) link.down = true;
   if (link_up->parsed()) link.down = false;
-  if (link_cmd->parsed()) return cli::cmd_link_set(link, base);
-  if (run_cmd->parsed()) return cli::cmd_run(run, run_opts, base);
+  if (link_cmd->parsed())
+    return link.on.empty() ? cli::cmd_link_set(link, base) : cli::cluster_link_set(link, base);
+  if (run_cmd->parsed())
+    return run.on.empty() ? cli::cmd_run(run, run_opts, base)
+                          : cli::cluster_run(run, run_opts, base);
+  if (agent_cmd->parsed()) {
+    for (size_t at = 0; !agent_machines.empty() && at <= agent_machines.size();) {
+      const size_t comma = std::min(agent_machines.find(',', at), agent_machines.size());
+      agent.up.cluster.push_back(agent_machines.substr(at, comma - at));
+      at = comma + 1;
+    }
+    agent.lab = agent.up.lab;
+    return cli::cmd_agent(agent, base);
+  }
   if (graph_cmd->parsed()) return cli::cmd_graph(graph_target, graph_out, graph_format, base);
   return cli::kExitBadInput;
 }

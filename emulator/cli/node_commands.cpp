@@ -47,12 +47,19 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector
       print_error("exec: lab " + paths.lab + " has no node named '" + node + "'");
       return kExitBadInput;
     }
+    if (!local_node(*model, id)) {
+      print_error("exec: " + node + " of lab " + paths.lab + " is on machine " +
+                  model->part->machines[model->part->placement.machine_of[id]] +
+                  "; from the launching side, `fabemu exec " + target + " --on slurm`");
+      return kExitFailed;
+    }
     Error e = exec_in_node(node_context(*model, paths, id), argv);
     print_error(e.what());
     return errno_of(e) == ENOENT ? 127 : 126;
   }
   std::vector<NodeContext> nodes;
-  for (int h : model->topo.hosts()) nodes.push_back(node_context(*model, paths, h));
+  for (int h : model->topo.hosts())
+    if (local_node(*model, h)) nodes.push_back(node_context(*model, paths, h));
   RunOptions run;
   run.tag = !no_tag;
   auto exits = run_in_nodes(nodes, argv, run);

@@ -33,17 +33,62 @@ std::string duration_text(const LabModel& m, double wall_s) {
 
 // Every 250 ms of wall clock, or the scenario's interval of the real fabric, dilated (but not
 // below 20 ms: reading the counters costs the machine too).
-std::chrono::milliseconds sampling_interval(const LabModel& m) {
+std::chrono::milliseconds sampling_interval(const LabModel& m, bool say) {
   const auto& real = m.scenario.telemetry.interval_ns;
   if (!real) return std::chrono::milliseconds(250);
   const uint64_t wall_ms = m.time_scale.wall_ns(*real) / 1'000'000;
-  if (wall_ms < 20)
+  if (wall_ms < 20 && say)
     std::printf(
         "  note: telemetry every %s of the real fabric is %llu ms of wall clock; sampling "
         "every 20 ms instead\n",
         format_time_ns(*real).c_str(), static_cast<unsigned long long>(wall_ms));
   return std::chrono::milliseconds(std::max<uint64_t>(20, wall_ms));
 }
+
+}  // namespace
+
+void print_step(const LabModel& m, const StepReport& s) {
+  if (s.ok) {
+    std::printf("%s: ok in %s\n", s.title.c_str(), duration_text(m, s.wall_seconds).c_str());
+    if (!s.note.empty()) std::printf("  note: %s\n", s.note.c_str());
+  } else {
+    std::printf("%s: FAILED after %s: %s\n", s.title.c_str(),
+                duration_text(m, s.wall_seconds).c_str(), s.failure.c_str());
+  }
+}
+
+bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptions& wo,
+                   Clock::time_point t0, RunReport& report, bool live) {
+  FaultPlayer faults(m, paths, expand_faults(m.scenario));
+  TelemetrySampler telemetry(m, paths, sampling_interval(m, live));
+  telemetry.start(t0);
+  faults.start(t0);
+  std::this_thread::sleep_until(t0);
+  bool ok = true;
+  for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
+    std::fflush(stdout);
+    const double start = seconds_since(t0);
+    const StepResult r = run_step(m, paths, i, wo);
+    const TimeScale& t = m.time_scale;
+    StepReport s{r.title,   r.ok, r.failure, t.real_s(start), t.real_s(r.seconds), start,
+                 r.seconds, {},   {},        r.note};
+    if (const auto* c = std::get_if<CollectiveStep>(&m.scenario.workload[i].step)) {
+      s.collective = c->collective;
+      if (auto text = read_file(r.json_lines)) s.results = read_benchmark_results(*text);
+    }
+    if (live) print_step(m, s);
+    ok = ok && r.ok;
+    report.steps.push_back(std::move(s));
+  }
+  faults.stop();
+  telemetry.stop();
+  report.faults = faults.log();
+  report.samples = telemetry.samples();
+  if (!telemetry.error().empty()) report.notes.push_back("telemetry: " + telemetry.error());
+  return ok;
+}
+
+namespace {
 
 // The workload with the fault timeline and the sampler running beside it.
 void run_workload(const LabModel& m, const LabPaths& paths, RunReport& report, int& code) {
@@ -53,37 +98,8 @@ void run_workload(const LabModel& m, const LabPaths& paths, RunReport& report, i
     code = kExitFailed;
     return;
   }
-  FaultPlayer faults(m, paths, expand_faults(m.scenario));
-  TelemetrySampler telemetry(m, paths, sampling_interval(m));
-  const auto t0 = Clock::now();
-  telemetry.start(t0);
-  faults.start(t0);
-  for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
-    std::fflush(stdout);
-    const double start = seconds_since(t0);
-    const StepResult r = run_step(m, paths, i, wo);
-    const TimeScale& t = m.time_scale;
-    StepReport s{r.title,   r.ok, r.failure, t.real_s(start), t.real_s(r.seconds), start,
-                 r.seconds, {},   {}};
-    if (const auto* c = std::get_if<CollectiveStep>(&m.scenario.workload[i].step)) {
-      s.collective = c->collective;
-      if (auto text = read_file(r.json_lines)) s.results = read_benchmark_results(*text);
-    }
-    report.steps.push_back(std::move(s));
-    if (r.ok) {
-      std::printf("%s: ok in %s\n", r.title.c_str(), duration_text(m, r.seconds).c_str());
-      if (!r.note.empty()) std::printf("  note: %s\n", r.note.c_str());
-    } else {
-      std::printf("%s: FAILED after %s: %s\n", r.title.c_str(), duration_text(m, r.seconds).c_str(),
-                  r.failure.c_str());
-      code = kExitFailed;
-    }
-  }
-  faults.stop();
-  telemetry.stop();
-  report.faults = faults.log();
-  report.samples = telemetry.samples();
-  if (!telemetry.error().empty()) std::printf("  note: telemetry: %s\n", telemetry.error().c_str());
+  if (!play_workload(m, paths, wo, Clock::now(), report, /*live=*/true)) code = kExitFailed;
+  for (const std::string& n : report.notes) std::printf("  note: %s\n", n.c_str());
 }
 
 void print_faults(const LabModel& m, const RunReport& r) {
@@ -156,6 +172,48 @@ std::string default_report_dir(const std::string& lab) {
 
 }  // namespace
 
+bool print_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds,
+                        RunReport& report) {
+  const int total = static_cast<int>(reach.pairs.size());
+  report.pairs = total;
+  report.reachable = reach.answered();
+  // Round trips of the real fabric: the wall clock's over the time scale (the hosts' own
+  // stack time shrinks with it, as an offloading NIC's would).
+  auto rtt = [&](double p) {
+    return format_time_short(
+        static_cast<uint64_t>(m.time_scale.real_ns(reach.rtt_percentile(p) * 1e3)));
+  };
+  std::printf(
+      "reachability: %d/%d host pairs answered ICMP echo across the fabric in %.2f s; "
+      "rtt p50 %s, p99 %s\n",
+      reach.answered(), total, seconds, rtt(50).c_str(), rtt(99).c_str());
+  int shown = 0;
+  for (const auto& pr : reach.pairs)
+    if (!pr.answered && shown++ < 10)
+      std::printf("  no answer: %s -> %s\n", m.topo.nodes[pr.src].name.c_str(),
+                  m.topo.nodes[pr.dst].name.c_str());
+  return reach.answered() == total;
+}
+
+int finish_run(const LabModel& m, RunReport& report, const RunArgs& run) {
+  int code = kExitOk;
+  print_faults(m, report);
+  print_links(m, report);
+  report.expectations = check_expectations(m.scenario.expect, report);
+  for (const ExpectResult& e : report.expectations) {
+    std::printf("expect %s: %s\n", e.ok ? "ok" : "FAILED", e.what.c_str());
+    if (!e.ok) code = kExitFailed;
+  }
+  const std::string dir = run.report_dir.empty() ? default_report_dir(report.lab) : run.report_dir;
+  if (auto w = write_report(m, report, dir); !w) {
+    print_error("writing the report: " + w.error().what());
+    code = kExitFailed;
+  } else {
+    std::printf("report: %s/report.html (JSON lines: %s/report.jsonl)\n", dir.c_str(), dir.c_str());
+  }
+  return code;
+}
+
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   std::optional<UpResult> up;
   LabPaths paths;
@@ -172,26 +230,8 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   if (!reach) {
     print_error(reach.error().what());
     code = kExitFailed;
-  } else {
-    const int total = static_cast<int>(reach->pairs.size());
-    report.pairs = total;
-    report.reachable = reach->answered();
-    // Round trips of the real fabric: the wall clock's over the time scale (the hosts' own
-    // stack time shrinks with it, as an offloading NIC's would).
-    auto rtt = [&](double p) {
-      return format_time_short(
-          static_cast<uint64_t>(m.time_scale.real_ns(reach->rtt_percentile(p) * 1e3)));
-    };
-    std::printf(
-        "reachability: %d/%d host pairs answered ICMP echo across the fabric in %.2f s; "
-        "rtt p50 %s, p99 %s\n",
-        reach->answered(), total, seconds_since(start), rtt(50).c_str(), rtt(99).c_str());
-    int shown = 0;
-    for (const auto& pr : reach->pairs)
-      if (!pr.answered && shown++ < 10)
-        std::printf("  no answer: %s -> %s\n", m.topo.nodes[pr.src].name.c_str(),
-                    m.topo.nodes[pr.dst].name.c_str());
-    if (reach->answered() != total) code = kExitFailed;
+  } else if (!print_reachability(m, *reach, seconds_since(start), report)) {
+    code = kExitFailed;
   }
   if (code == kExitOk && !m.scenario.workload.empty()) {
     run_workload(m, paths, report, code);
@@ -200,20 +240,7 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   } else if (!m.scenario.faults.empty()) {
     std::printf("faults not played: they are timed from the workload's start, and there is none\n");
   }
-  print_faults(m, report);
-  print_links(m, report);
-  report.expectations = check_expectations(m.scenario.expect, report);
-  for (const ExpectResult& e : report.expectations) {
-    std::printf("expect %s: %s\n", e.ok ? "ok" : "FAILED", e.what.c_str());
-    if (!e.ok) code = kExitFailed;
-  }
-  const std::string dir = run.report_dir.empty() ? default_report_dir(paths.lab) : run.report_dir;
-  if (auto w = write_report(m, report, dir); !w) {
-    print_error("writing the report: " + w.error().what());
-    code = kExitFailed;
-  } else {
-    std::printf("report: %s/report.html (JSON lines: %s/report.jsonl)\n", dir.c_str(), dir.c_str());
-  }
+  code = std::max(code, finish_run(m, report, run));
 
   if (run.keep) {
     std::printf("lab %s left up (--keep); `fabemu down %s` removes it\n", paths.lab.c_str(),

@@ -72,8 +72,11 @@ Json rdma_json(const LabStatus& s) {
   Json devices = Json::array();
   for (int h : m.topo.hosts()) {
     const std::string& host = m.topo.nodes[h].name;
-    const RdmaDeviceState& d = s.rdma.at(host);
-    Json j = {{"host", host}, {"device", d.name}, {"present", d.present}};
+    const auto it = s.rdma.find(host);
+    if (it == s.rdma.end()) continue;  // another machine's
+    const RdmaDeviceState& d = it->second;
+    Json j = {
+        {"host", host}, {"rank", m.topo.nodes[h].rank}, {"device", d.name}, {"present", d.present}};
     j["nic"] = host_nic(m.topo, h);
     if (d.present) {
       j.update({{"netdev", d.netdev},
@@ -119,9 +122,16 @@ Json status_json(const LabStatus& s) {
             {"pool", m.addresses.pool.str()},
             {"time_scale", m.time_scale.factor}};
   if (m.time_scale.dilated()) j["time_scale_why"] = m.time_scale_why;
+  if (m.part) {
+    // A lab across machines: this machine's view (its nodes present, the others' not);
+    // `status --on` merges every machine's.
+    j["machine"] = m.part->machines.at(m.part->index);
+    j["machines"] = m.part->machines;
+  }
   if (ovs_switches(m)) {
     Json sw = {{"kind", "ovs"}, {"datapath", m.ovs.kernel ? "kernel" : "userspace"}};
     if (!m.ovs.kernel) sw["reason"] = m.ovs.why_userspace;
+    sw["namespace"] = s.paths.ns_name(kOvsNamespaceNode);
     sw["run_dir"] = s.paths.ovs_dir();
     j["switches"] = sw;
   } else {
@@ -139,6 +149,7 @@ Json status_json(const LabStatus& s) {
       o.update({{"rank", node.rank}, {"address", m.addresses.host_address(t, n).str()}});
     else
       o["loopback"] = m.addresses.loopback[n]->str();
+    if (m.part) o["machine"] = m.part->machines.at(m.part->placement.machine_of[n]);
     o["present"] = !s.interfaces[n].empty();
     nodes.push_back(std::move(o));
   }
@@ -162,58 +173,98 @@ Json status_json(const LabStatus& s) {
   return j;
 }
 
-std::string mode_text(const LabStatus& s) {
-  if (!s.link_model) return "unavailable: " + s.link_model_error;
-  const int shaped = s.shaped_ports();
-  const PlanOptions& mode = s.link_model->mode;
+// Everything below renders the JSON object, so that one machine's status and the merged
+// status of a lab across machines print alike.
+
+unsigned long long num(const Json& j, const char* key) {
+  return j.is_object() ? j.value(key, 0ULL) : 0ULL;
+}
+
+LinkShape shape_from_json(const Json& j) {
+  LinkShape s;
+  auto u64 = [&](const char* key, std::optional<uint64_t>& out) {
+    if (j.contains(key)) out = j[key].get<uint64_t>();
+  };
+  u64("rate_bps", s.rate_bps);
+  u64("delay_ns", s.delay_ns);
+  u64("jitter_ns", s.jitter_ns);
+  u64("queue_ns", s.queue_ns);
+  u64("queue_bytes", s.queue_bytes);
+  u64("ecn_threshold_ns", s.ecn_threshold_ns);
+  u64("ecn_threshold_bytes", s.ecn_threshold_bytes);
+  if (j.contains("loss")) s.loss = j["loss"].get<double>();
+  if (j.contains("loss_burst")) {
+    const Json& b = j["loss_burst"];
+    s.loss_burst = BurstLoss{b.at("p").get<double>(), b.at("r").get<double>(),
+                             b.at("loss_bad").get<double>(), b.at("loss_good").get<double>()};
+  }
+  if (j.contains("reorder")) s.reorder = j["reorder"].get<bool>();
+  if (j.contains("down")) s.down = j["down"].get<bool>();
+  return s;
+}
+
+bool direction_down(const Json& link, const char* dir) {
+  return link.contains(dir) && link[dir]["shape"].value("down", false);
+}
+
+int shaped_ports(const Json& j) {
+  int n = 0;
+  for (const Json& l : j["links"])
+    for (const char* dir : {"a_to_b", "b_to_a"})
+      n += l.contains(dir) && l[dir].value("shaped", false);
+  return n;
+}
+
+std::string mode_text(const Json& j) {
+  const Json& lm = j["link_model"];
+  const std::string mode = lm.value("mode", "unavailable");
+  const std::string reason = lm.value("reason", "");
+  if (mode == "unavailable") return "unavailable: " + reason;
+  const int shaped = shaped_ports(j);
   if (shaped == 0) return "loaded, no port shaped (`fabemu link set` shapes one)";
-  if (mode.fq)
+  if (mode == "fq")
     return "eBPF + fq (EDT) on " + std::to_string(shaped) +
            " ports: rate, delay, jitter, loss, queue, ECN enforced";
-  if (mode.htb)
-    return "eBPF + htb on " + std::to_string(shaped) + " ports (" + mode.no_fq_reason +
+  if (mode == "htb")
+    return "eBPF + htb on " + std::to_string(shaped) + " ports (" + reason +
            "): rate (htb queue), loss, queue, ECN enforced; delay and jitter NOT added";
-  return "eBPF POLICER on " + std::to_string(shaped) + " ports (" + mode.no_fq_reason +
+  return "eBPF POLICER on " + std::to_string(shaped) + " ports (" + reason +
          "): rate, loss, queue, ECN enforced; delay and jitter NOT added";
 }
 
-unsigned long long num(uint64_t v) {
-  return static_cast<unsigned long long>(v);
-}
-
-void print_links(const LabStatus& s) {
-  const LabModel& m = s.model;
-  const Topology& t = m.topo;
+void print_links(const Json& j) {
+  const bool fq = j["link_model"].value("mode", "") == "fq";
   std::printf("\n%-22s %-5s %-17s %-17s %-6s %10s %8s %8s %8s %9s  %s\n", "LINK", "STATE",
               "A ADDRESS", "B ADDRESS", "DIR", "PACKETS", "DROPS", "QDROPS", "CE", "QDELAY99",
               "SHAPE (live)");
-  for (size_t l = 0; l < t.links.size(); ++l) {
-    const Link& link = t.links[l];
-    const std::string name = t.nodes[link.a.node].name + ":" + t.nodes[link.b.node].name;
+  for (const Json& link : j["links"]) {
+    const Json &a = link["a"], &b = link["b"];
+    const bool up = a.value("up", false) && b.value("up", false) &&
+                    !direction_down(link, "a_to_b") && !direction_down(link, "b_to_a");
     for (bool back : {false, true}) {
-      const DirectionState* d = s.direction(l, back);
-      const LinkEnd& from_end = back ? link.b : link.a;
-      const InterfaceState* from = s.interface(from_end.node, from_end.ifname);
-      std::string shape = d && d->shaped ? d->shape.str() : "(unshaped)";
-      if (shape.empty()) shape = "-";
-      if (d && d->shaped && !s.link_model->mode.fq && (d->shape.delay_ns || d->shape.jitter_ns))
-        shape += " [no fq: no delay/jitter]";
-      const uint64_t q99 = static_cast<uint64_t>(
-          m.time_scale.real_ns(double(d ? queue_delay_quantile(d->counters, 0.99) : 0)));
+      const char* dir = back ? "b_to_a" : "a_to_b";
+      const Json d = link.contains(dir) ? link[dir] : Json();
+      const Json& from = back ? b : a;
+      const bool shaped = d.is_object() && d.value("shaped", false);
+      const LinkShape shape = shaped ? shape_from_json(d["shape"]) : LinkShape{};
+      std::string text = shaped ? shape.str() : "(unshaped)";
+      if (text.empty()) text = "-";
+      if (shaped && !fq && (shape.delay_ns || shape.jitter_ns)) text += " [no fq: no delay/jitter]";
+      const Json c = d.is_object() ? d["counters"] : Json();
       // A dilated lab's smallest bucket can be under a nanosecond of the real fabric.
-      const std::string qd =
-          d && d->counters.packets ? "<" + format_time_short(std::max<uint64_t>(1, q99)) : "-";
+      const std::string qd = num(c, "packets")
+                                 ? "<" + format_time_short(std::max<unsigned long long>(
+                                             1, num(c, "queue_delay_p99_ns")))
+                                 : "-";
+      auto end_text = [](const Json& e) {
+        return e.value("ifname", "") + " " + e.value("address", "");
+      };
       std::printf("%-22s %-5s %-17s %-17s %-6s %10llu %8llu %8llu %8llu %9s  %s\n",
-                  back ? "" : name.c_str(), back ? "" : (s.link_up(l) ? "up" : "DOWN"),
-                  back ? "" : (link.a.ifname + " " + m.addresses.links[l].a.str()).c_str(),
-                  back ? "" : (link.b.ifname + " " + m.addresses.links[l].b.str()).c_str(),
-                  back ? "b>a" : "a>b",
-                  num(d && d->shaped ? d->counters.packets
-                      : from         ? from->tx_packets
-                                     : 0),
-                  num(d ? d->counters.drop_loss + d->counters.drop_down : 0),
-                  num(d ? d->counters.drop_queue : 0), num(d ? d->counters.ce_marks : 0),
-                  qd.c_str(), shape.c_str());
+                  back ? "" : link.value("name", "").c_str(), back ? "" : (up ? "up" : "DOWN"),
+                  back ? "" : end_text(a).c_str(), back ? "" : end_text(b).c_str(),
+                  back ? "b>a" : "a>b", shaped ? num(c, "packets") : num(from, "tx_packets"),
+                  num(c, "drop_loss") + num(c, "drop_down"), num(c, "drop_queue"),
+                  num(c, "ce_marks"), qd.c_str(), text.c_str());
     }
   }
 }
@@ -228,72 +279,139 @@ std::string short_gid(const std::string& gid) {
          std::to_string(lo >> 8) + "." + std::to_string(lo & 0xff);
 }
 
-void print_rdma(const LabStatus& s) {
-  const LabModel& m = s.model;
-  if (!m.rdma.rxe) {
-    std::printf("\nrdma: off (%s)\n", m.rdma.why_not.c_str());
+void print_rdma(const Json& j) {
+  const Json& r = j["rdma"];
+  if (r.value("mode", "off") != "rxe") {
+    std::printf("\nrdma: off (%s)\n", r.value("reason", "").c_str());
     return;
   }
-  std::printf("\nrdma: soft-RoCE (rxe) on %zu hosts, RoCEv2 GID index 1\n", s.rdma.size());
+  std::printf("\nrdma: soft-RoCE (rxe) on %zu hosts, RoCEv2 GID index 1\n", r["devices"].size());
   std::printf("%-12s %-24s %-8s %-8s %12s %12s  %s\n", "HOST", "DEVICE", "NETDEV", "STATE",
               "SENT_PKTS", "RCVD_PKTS", "GID 1");
-  for (int h : m.topo.hosts()) {
-    const std::string& host = m.topo.nodes[h].name;
-    const RdmaDeviceState& d = s.rdma.at(host);
-    if (!d.present) {
-      std::printf("%-12s %-24s MISSING\n", host.c_str(), d.name.c_str());
+  for (const Json& d : r["devices"]) {
+    const std::string host = d.value("host", ""), name = d.value("device", "");
+    if (!d.value("present", false)) {
+      std::printf("%-12s %-24s MISSING\n", host.c_str(), name.c_str());
       continue;
     }
-    auto counter = [&](const char* name) {
-      auto it = d.hw_counters.find(name);
-      return num(it == d.hw_counters.end() ? 0 : it->second);
-    };
-    std::printf("%-12s %-24s %-8s %-8s %12llu %12llu  %s\n", host.c_str(), d.name.c_str(),
-                d.netdev.c_str(), d.state.c_str(), counter("sent_pkts"), counter("rcvd_pkts"),
-                short_gid(d.gid1).c_str());
+    const Json& hw = d["hw_counters"];
+    std::printf("%-12s %-24s %-8s %-8s %12llu %12llu  %s\n", host.c_str(), name.c_str(),
+                d.value("netdev", "").c_str(), d.value("state", "").c_str(), num(hw, "sent_pkts"),
+                num(hw, "rcvd_pkts"), short_gid(d.value("gid1", "")).c_str());
     // The rest only where something happened: retries, sequence errors, RNR NAKs, ...
     std::string other;
-    for (const auto* set : {&d.hw_counters, &d.counters})
-      for (const auto& [name, v] : *set)
-        if (v && name != "sent_pkts" && name != "rcvd_pkts")
-          other += (other.empty() ? "" : ", ") + name + " " + std::to_string(v);
+    for (const char* set : {"hw_counters", "counters"})
+      for (const auto& [counter, v] : d[set].items())
+        if (v.get<uint64_t>() && counter != "sent_pkts" && counter != "rcvd_pkts")
+          other += (other.empty() ? "" : ", ") + counter + " " + std::to_string(v.get<uint64_t>());
     if (!other.empty()) std::printf("%-12s %s\n", "", other.c_str());
   }
 }
 
-void print_status(const LabStatus& s) {
-  const LabModel& m = s.model;
-  const Topology& t = m.topo;
-  std::printf("lab %s: %s; %d hosts, %zu switches, %zu links; addresses %s; scenario %s\n",
-              s.paths.lab.c_str(), s.state.c_str(), t.host_count(), t.switches().size(),
-              t.links.size(), m.addresses.pool.str().c_str(), s.journal.scenario_file.c_str());
-  if (!s.missing.empty())
-    std::printf("  missing namespaces: %zu (first: %s)\n", s.missing.size(),
-                s.missing.front().c_str());
-  std::printf("link model: %s\n", mode_text(s).c_str());
-  if (m.time_scale.dilated())
-    std::printf(
-        "time: dilated x%s (%s): shapes and queue delays below are the real fabric's; "
-        "the ports run at rate / %s with delays x %s\n",
-        format_factor(m.time_scale.factor).c_str(), m.time_scale_why.c_str(),
-        format_factor(m.time_scale.factor).c_str(), format_factor(m.time_scale.factor).c_str());
-  if (ovs_switches(m))
-    std::printf("switches: Open vSwitch bridges in %s, %s; flows in %s/SWITCH.bundle\n",
-                s.paths.ns_name(kOvsNamespaceNode).c_str(),
-                m.ovs.kernel ? "kernel datapath"
-                             : ("userspace datapath (" + m.ovs.why_userspace + ")").c_str(),
-                s.paths.ovs_dir().c_str());
-  std::printf("\n%-12s %-7s %-16s %s\n", "NODE", "ROLE", "ADDRESS", "NAMESPACE");
-  for (size_t n = 0; n < t.nodes.size(); ++n) {
-    const Node& node = t.nodes[n];
-    const bool host = node.role == Role::Host;
-    const Ipv4 ip = host ? m.addresses.host_address(t, n) : *m.addresses.loopback[n];
-    std::printf("%-12s %-7s %-16s %s\n", node.name.c_str(), host ? "host" : "switch",
-                ip.str().c_str(), node_ns(m, s.paths, static_cast<int>(n)).c_str());
+}  // namespace
+
+void print_status_json(const Json& j) {
+  int hosts = 0, switches = 0;
+  std::vector<std::string> missing;
+  for (const Json& n : j["nodes"]) {
+    ++(n.value("role", "") == "host" ? hosts : switches);
+    if (!n.value("present", false)) missing.push_back(n.value("name", ""));
   }
-  print_links(s);
-  print_rdma(s);
+  const bool across = j.contains("machines");
+  std::printf("lab %s: %s; %d hosts, %d switches, %zu links; addresses %s; scenario %s\n",
+              j.value("lab", "").c_str(), j.value("state", "").c_str(), hosts, switches,
+              j["links"].size(), j.value("pool", "").c_str(), j.value("scenario", "").c_str());
+  if (across) {
+    std::string list;
+    for (const Json& m : j["machines"]) list += (list.empty() ? "" : ", ") + m.get<std::string>();
+    std::printf("machines: %s (cut links are VXLAN tunnels between them)\n", list.c_str());
+  }
+  if (!missing.empty())
+    std::printf("  missing namespaces: %zu (first: %s)\n", missing.size(), missing.front().c_str());
+  std::printf("link model: %s\n", mode_text(j).c_str());
+  const double factor = j.value("time_scale", 1.0);
+  if (factor != 1) {
+    const std::string n = format_factor(factor);
+    std::printf(
+        "time: dilated x%s (%s): shapes and queue delays below are the real fabric's; the ports "
+        "run at rate / %s with delays x %s\n",
+        n.c_str(), j.value("time_scale_why", "").c_str(), n.c_str(), n.c_str());
+  }
+  if (const Json& sw = j["switches"]; sw.value("kind", "") == "ovs")
+    std::printf("switches: Open vSwitch bridges in %s, %s; flows in %s/SWITCH.bundle\n",
+                sw.value("namespace", "").c_str(),
+                sw.value("datapath", "") == "kernel"
+                    ? "kernel datapath"
+                    : ("userspace datapath (" + sw.value("reason", "") + ")").c_str(),
+                sw.value("run_dir", "").c_str());
+  if (across)
+    std::printf("\n%-12s %-7s %-16s %-10s %s\n", "NODE", "ROLE", "ADDRESS", "MACHINE", "NAMESPACE");
+  else
+    std::printf("\n%-12s %-7s %-16s %s\n", "NODE", "ROLE", "ADDRESS", "NAMESPACE");
+  for (const Json& n : j["nodes"]) {
+    const bool host = n.value("role", "") == "host";
+    const std::string ip = n.value(host ? "address" : "loopback", "");
+    if (across)
+      std::printf("%-12s %-7s %-16s %-10s %s\n", n.value("name", "").c_str(),
+                  host ? "host" : "switch", ip.c_str(), n.value("machine", "").c_str(),
+                  n.value("namespace", "").c_str());
+    else
+      std::printf("%-12s %-7s %-16s %s\n", n.value("name", "").c_str(), host ? "host" : "switch",
+                  ip.c_str(), n.value("namespace", "").c_str());
+  }
+  print_links(j);
+  print_rdma(j);
 }
+
+Json merge_status_json(const std::vector<Json>& parts) {
+  Json out = parts.at(0);
+  // Whose is what: each node, each link end and each direction belongs to one machine.
+  std::map<std::string, size_t> part_of;
+  for (size_t k = 0; k < parts.size(); ++k) part_of[parts[k].value("machine", "")] = k;
+  auto owner = [&](const Json& node) -> const Json& {
+    auto it = part_of.find(node.value("machine", ""));
+    return parts[it == part_of.end() ? 0 : it->second];
+  };
+  out.erase("machine");
+  Json nodes = Json::array();
+  std::map<std::string, std::string> machine_of;
+  for (size_t n = 0; n < out["nodes"].size(); ++n) {
+    const Json& mine = owner(out["nodes"][n])["nodes"][n];
+    machine_of[mine.value("name", "")] = mine.value("machine", "");
+    nodes.push_back(mine);
+  }
+  out["nodes"] = nodes;
+  for (size_t l = 0; l < out["links"].size(); ++l) {
+    Json& link = out["links"][l];
+    for (const auto& [end, dir] : {std::pair{"a", "a_to_b"}, std::pair{"b", "b_to_a"}}) {
+      const Json node = {{"machine", machine_of[link[end].value("node", "")]}};
+      const Json& from = owner(node)["links"][l];
+      link[end] = from[end];
+      if (from.contains(dir))
+        link[dir] = from[dir];
+      else
+        link.erase(dir);
+    }
+  }
+  Json devices = Json::array();
+  std::vector<std::string> states;
+  for (const Json& p : parts) {
+    if (p["rdma"].contains("devices"))
+      for (const Json& d : p["rdma"]["devices"]) devices.push_back(d);
+    if (p.value("state", "") != "up")
+      states.push_back(p.value("machine", "") + ": " + p.value("state", ""));
+    if (p["link_model"].value("mode", "") == "unavailable") out["link_model"] = p["link_model"];
+  }
+  std::sort(devices.begin(), devices.end(),
+            [](const Json& a, const Json& b) { return a.value("rank", 0) < b.value("rank", 0); });
+  if (out["rdma"].contains("devices")) out["rdma"]["devices"] = devices;
+  std::string state = "up";
+  for (const std::string& s : states) state = (state == "up" ? "" : state + ", ") + s;
+  out["state"] = state;
+  return out;
+}
+
+namespace {
 
 int list_labs_status(const LabPaths& base, bool json) {
   Json list = Json::array();
@@ -316,10 +434,11 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
   paths.lab = lab;
   auto status = read_lab_status(paths);
   if (!status) return lab_error(status.error());
+  const Json j = status_json(*status);
   if (json)
-    std::printf("%s\n", json_text(status_json(*status)).c_str());
+    std::printf("%s\n", json_text(j).c_str());
   else
-    print_status(*status);
+    print_status_json(j);
   return status->missing.empty() ? kExitOk : kExitFailed;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "plan/partition.h"
 #include "util/netlink.h"
 #include "util/units.h"
 
@@ -224,7 +225,10 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& 
             EINVAL);
     }
   }
-  const auto demand = lab_demand(m);
+  // A machine of a lab across machines carries its own ports' share; the launcher takes the
+  // largest factor any machine needs.
+  auto demand = lab_demand(m);
+  if (demand && m.part) demand = machine_loads(m, m.part->placement).at(m.part->index).demand;
   if (automatic) {
     if (!demand)
       return refused(source +

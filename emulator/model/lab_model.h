@@ -47,6 +47,9 @@ struct MachinePart {
   std::vector<std::string> machines;  // names, in the allocation's order
   std::vector<Ipv4> underlay;         // each machine's underlay address
   std::string underlay_dev;           // this machine's lower device for the tunnels
+  // A directory every machine sees at this path (a shared filesystem): where the ranks of a
+  // collective meet and rank 0 writes the results.
+  std::string shared_dir;
   Placement placement;
 
   bool local(int node) const { return placement.machine_of[node] == index; }

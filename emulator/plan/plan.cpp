@@ -194,7 +194,8 @@ std::string format_part(const MachinePart& part) {
   return json_text({{"index", part.index},
                     {"machines", part.machines},
                     {"underlay", underlay},
-                    {"underlay_dev", part.underlay_dev}}) +
+                    {"underlay_dev", part.underlay_dev},
+                    {"shared_dir", part.shared_dir}}) +
          "\n";
 }
 
@@ -212,6 +213,7 @@ Result<void> parse_part(const std::string& text, const std::string& path, LabMod
       part.underlay.push_back(*ip);
     }
     part.underlay_dev = j.value("underlay_dev", "");
+    part.shared_dir = j.value("shared_dir", "");
   } catch (const Json::exception&) {
     return bad();
   }

@@ -23,6 +23,7 @@ struct StepReport {
   double wall_start_s = 0, wall_seconds = 0;
   std::string collective;  // empty for exec steps
   std::vector<SizeResult> results;
+  std::string note;  // about the results (far below the prediction: the machine set the speed)
 };
 
 struct ExpectResult {
@@ -38,6 +39,7 @@ struct RunReport {
   std::vector<AppliedFault> faults;
   std::vector<TelemetrySample> samples;
   std::vector<ExpectResult> expectations;
+  std::vector<std::string> notes;  // what went wrong beside the workload (telemetry unreadable)
 };
 
 // Checks the scenario's `expect:` against the report; the results in scenario order.

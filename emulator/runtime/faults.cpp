@@ -150,6 +150,7 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
   using K = FaultStep::Kind;
   if (s.kind == K::Cpu) {
     const int id = model_.topo.find(s.target);
+    if (!local_node(model_, id)) return std::string(kElsewhere);
     const auto cpu = s.cpu ? s.cpu : model_.topo.nodes[id].limits.cpu;
     FABEMU_TRY(set_cpu_quota(detect_cgroups(), host_cgroup(paths_, s.target), cpu));
     return std::string(cpu ? "cgroup CPU quota set" : "cgroup CPU quota removed");
@@ -163,7 +164,10 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
   }
   auto changed = change_links(paths_, model_, s.target, change, {true}, &*maps_);
   if (!changed) return changed.error();
-  if (s.kind == K::Shape || !s.reroute) return std::string("link model updated");
+  // A lab across machines: every machine reroutes its own switches, whoever owns the link.
+  const bool here = !changed->empty();
+  if (s.kind == K::Shape || !s.reroute)
+    return std::string(here ? "link model updated" : kElsewhere);
   auto dirs = find_directions(model_.topo, s.target);
   if (!dirs) return dirs.error();
   for (const Direction& d : *dirs) {
@@ -183,6 +187,7 @@ Result<std::string> FaultPlayer::reroute() {
     return "routes unchanged: no way around the failed links (" + next.error().what() + ")";
   int switches = 0, changes = 0;
   for (int sw : model_.topo.switches()) {
+    if (!local_node(model_, sw)) continue;  // its machine reroutes it
     std::map<std::string, const Route*> before, after;
     for (const Route& r : current_[sw]) before[r.dst.str()] = &r;
     for (const Route& r : (*next)[sw]) after[r.dst.str()] = &r;

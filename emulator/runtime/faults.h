@@ -18,6 +18,9 @@
 
 namespace fabemu {
 
+// What a fault step reports on a machine that has nothing of it (a lab across machines).
+inline constexpr const char* kElsewhere = "on another machine";
+
 // One thing to do at one time. Flaps are unrolled into downs and ups, a slow host with `for`
 // into a slow step and a restore.
 struct FaultStep {

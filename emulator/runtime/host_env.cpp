@@ -8,6 +8,11 @@
 
 namespace fabemu {
 
+std::string workload_dir(const LabModel& m, const LabPaths& paths) {
+  if (m.part && !m.part->shared_dir.empty()) return m.part->shared_dir + "/" + paths.lab;
+  return paths.shared_dir();
+}
+
 NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
   const Topology& t = m.topo;
   const Node& n = t.nodes[id];
@@ -19,7 +24,7 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
   c.etc_dir = paths.etc_dir();
   c.env = {{"FABEMU_LAB", paths.lab},
            {"FABEMU_NODE", n.name},
-           {"FABEMU_SHARED_DIR", paths.shared_dir()}};
+           {"FABEMU_SHARED_DIR", workload_dir(m, paths)}};
   std::string ifnames;
   for (int l : t.links_of(id)) ifnames += (ifnames.empty() ? "" : ",") + t.links[l].end(id).ifname;
   c.env.push_back({"FABEMU_IFNAMES", ifnames});

@@ -19,6 +19,10 @@ struct NodeContext {
   std::vector<std::pair<std::string, std::string>> env;
 };
 
+// The directory every host of the lab sees (FABEMU_SHARED_DIR): the lab's shared directory, or
+// with a lab across machines the lab's directory in the one all of them share.
+std::string workload_dir(const LabModel& m, const LabPaths& paths);
+
 // The context of `node` in a running lab; hosts get the rank environment of `exec --all`
 // (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, ..., *_SOCKET_IFNAME).
 NodeContext node_context(const LabModel& model, const LabPaths& paths, int node);

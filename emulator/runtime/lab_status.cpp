@@ -43,6 +43,7 @@ Result<LabStatus> read_lab_status(const LabPaths& paths) {
   s.interfaces.resize(t.nodes.size());
   std::map<std::string, std::vector<InterfaceState>> seen;  // switches may share a namespace
   for (size_t n = 0; n < t.nodes.size(); ++n) {
+    if (!local_node(s.model, static_cast<int>(n))) continue;  // another machine's
     const std::string netns = node_netns_path(s.model, paths, static_cast<int>(n));
     auto it = seen.find(netns);
     if (it == seen.end()) {
@@ -62,6 +63,7 @@ Result<LabStatus> read_lab_status(const LabPaths& paths) {
     s.link_model_error = r.error().what();
   if (s.model.rdma.rxe)
     for (int h : t.hosts()) {
+      if (!local_node(s.model, h)) continue;
       const std::string& host = t.nodes[h].name;
       s.rdma[host] = read_rdma_device(paths.rxe_name(host));
     }

@@ -127,7 +127,9 @@ Result<ReachabilityReport> check_reachability(const LabModel& m, const LabPaths&
   const int batch = 64;
   for (int start = 0; start < n; start += batch) {
     std::vector<std::thread> threads;
-    for (int i = start; i < std::min(n, start + batch); ++i)
+    for (int i = start; i < std::min(n, start + batch); ++i) {
+      // A lab across machines: each machine pings from its own hosts, to every host.
+      if (!local_node(m, hosts[i])) continue;
       threads.emplace_back([&, i] {
         auto r = ping_from(paths.netns_path(m.topo.nodes[hosts[i]].name), dsts[i], timeout_ms,
                            per_host[i]);
@@ -136,10 +138,13 @@ Result<ReachabilityReport> check_reachability(const LabModel& m, const LabPaths&
           if (!first_error) first_error = r.error();
         }
       });
+    }
     for (auto& t : threads) t.join();
   }
   if (first_error) return *first_error;
-  for (auto& v : per_host) report.pairs.insert(report.pairs.end(), v.begin(), v.end());
+  for (int i = 0; i < n; ++i)
+    if (local_node(m, hosts[i]))
+      report.pairs.insert(report.pairs.end(), per_host[i].begin(), per_host[i].end());
   return report;
 }
 

@@ -70,6 +70,8 @@ TelemetrySample TelemetrySampler::take() {
   for (size_t l = 0; l < t.links.size(); ++l)
     for (bool back : {false, true}) {
       DirectionSample& d = s.dirs[2 * l + (back ? 1 : 0)];
+      // A lab across machines: the machine a direction leaves from samples it.
+      if (!local_node(model_, back ? t.links[l].b.node : t.links[l].a.node)) continue;
       if (lm) {
         const DirectionState& st = lm->dirs[2 * l + (back ? 1 : 0)];
         if (st.shaped) {
@@ -103,6 +105,7 @@ TelemetrySample TelemetrySampler::take() {
     }
   if (model_.rdma.rxe)
     for (int h : t.hosts()) {
+      if (!local_node(model_, h)) continue;
       auto dev = read_rdma_device(paths_.rxe_name(t.nodes[h].name));
       if (dev.present) s.rxe[t.nodes[h].name] = dev.hw_counters;
     }

@@ -33,6 +33,8 @@ Topology live_topology(const LabModel& m, const LabPaths& paths) {
   if (!lm) return t;
   for (const DirectionState& d : lm->dirs) {
     Link& l = t.links[d.dir.link];
+    // A lab across machines: another machine shapes this direction, as the scenario says.
+    if (!local_node(m, d.dir.b_to_a ? l.b.node : l.a.node)) continue;
     LinkShape shape = d.shaped ? d.shape : LinkShape{};
     // Without fq no delay is added, whatever the shape says: predict what the links do.
     if (!lm->mode.fq) shape.delay_ns = shape.jitter_ns = 0;
@@ -198,8 +200,10 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
       w.timeout_ns ? std::chrono::seconds(m.time_scale.wall_ns(*w.timeout_ns) / 1'000'000'000ULL)
                    : o.default_timeout;
   const auto hosts = m.topo.hosts();
+  // A lab across machines: this machine runs the ranks of its own hosts.
   std::vector<NodeContext> all;
-  for (int h : hosts) all.push_back(node_context(m, paths, h));
+  for (int h : hosts)
+    if (local_node(m, h)) all.push_back(node_context(m, paths, h));
   StepResult r;
   const auto start = std::chrono::steady_clock::now();
   RunOptions run;
@@ -219,10 +223,15 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
           paths.lab + "` says why)";
       return r;
     }
-    // A run id no earlier run of this lab used: Gloo's file store never forgets keys.
-    const std::string run_id = std::to_string(::getpid()) + "-" + std::to_string(index) + "-" +
-                               std::to_string(std::time(nullptr));
-    r.json_lines = paths.shared_dir() + "/workload-" + std::to_string(index) + ".jsonl";
+    // A run id no earlier run of this lab used: Gloo's file store never forgets keys. Across
+    // machines the launcher gives every machine the same.
+    const std::string run_id =
+        (o.run_id.empty() ? std::to_string(::getpid()) + "-" + std::to_string(std::time(nullptr))
+                          : o.run_id) +
+        "-" + std::to_string(index);
+    // Rank 0 writes the results where every machine (and the launcher) sees them; each
+    // machine's ranks read its own copy of the predictions.
+    r.json_lines = workload_dir(m, paths) + "/workload-" + std::to_string(index) + ".jsonl";
     const std::string predict = paths.shared_dir() + "/predict-" + transport + ".json";
     if (auto wr = write_file(predict, live_predictions(m, paths, transport)); !wr) {
       r.failure = wr.error().what();
@@ -233,6 +242,11 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
     run.tag = false;  // rank 0 prints the table; the others speak only to report errors
     if (c->library == "gloo") {
       nodes = all;
+    } else if (m.part) {
+      r.failure = "library " + c->library +
+                  " across machines is not supported yet (mpirun's daemons would have to reach "
+                  "hosts on other machines); use library: gloo";
+      return r;
     } else {
       std::vector<std::string> names;
       for (int h : hosts) names.push_back(m.topo.nodes[h].name);
@@ -254,7 +268,7 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
           r.failure = "no host named " + name + " in lab " + paths.lab;
           return r;
         }
-        nodes.push_back(node_context(m, paths, id));
+        if (local_node(m, id)) nodes.push_back(node_context(m, paths, id));
         at = comma + 1;
       }
     }

@@ -18,6 +18,9 @@ struct WorkloadOptions {
   std::string scenario_dir;  // exec steps start here, so relative paths mean the scenario's
   std::chrono::seconds default_timeout{600};  // of wall clock
   bool echo = true;  // the programs' output to ours (false: dropped, as calibration wants)
+  // Gloo's rendezvous prefix (with the step's index); empty: one of this process's own. The
+  // machines of a lab across machines share one.
+  std::string run_id;
 };
 
 // One result line of the collective benchmark (fabemu-collective --json-out), in the real

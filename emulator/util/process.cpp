@@ -282,20 +282,9 @@ Error exec_program(const std::vector<std::string>& argv) {
   return errno_error("running " + argv[0]);
 }
 
-Result<CommandOutcome> run_captured(const std::vector<std::string>& argv,
-                                    const CommandOptions& options) {
-  ProcessSpec spec;
-  spec.argv = argv;
-  spec.env = options.env;
-  spec.out = spec.err = Stdio::Pipe;
-  spec.own_group = true;
-  spec.before_exec = options.before_exec;
-  auto started = Process::start(spec);
-  if (!started) return started.error();
-  Process& p = *started;
-  const auto deadline = ProcessClock::now() + options.timeout;
-  CommandOutcome o;
-  std::string* sinks[2] = {&o.out, &o.err};
+void collect_output(Process& p, ProcessClock::time_point deadline, std::string& out,
+                    std::string& err) {
+  std::string* sinks[2] = {&out, &err};
   UniqueFd* fds[2] = {&p.out(), &p.err()};
   // A program that ended may have left a child holding its output: read what comes for a
   // moment longer, then stop listening.
@@ -318,6 +307,22 @@ Result<CommandOutcome> run_captured(const std::vector<std::string>& argv,
         fds[i]->reset();
     }
   }
+}
+
+Result<CommandOutcome> run_captured(const std::vector<std::string>& argv,
+                                    const CommandOptions& options) {
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.env = options.env;
+  spec.out = spec.err = Stdio::Pipe;
+  spec.own_group = true;
+  spec.before_exec = options.before_exec;
+  auto started = Process::start(spec);
+  if (!started) return started.error();
+  Process& p = *started;
+  const auto deadline = ProcessClock::now() + options.timeout;
+  CommandOutcome o;
+  collect_output(p, deadline, o.out, o.err);
   if (auto s = p.wait_until(deadline)) {
     o.status = *s;
   } else {

@@ -112,6 +112,11 @@ struct CommandOutcome {
   std::string out, err;
 };
 
+// Reads a child's Stdio::Pipe outputs into `out` and `err` until both close, or it has ended
+// (a moment is left for a child it left behind to finish writing), or the deadline.
+void collect_output(Process& p, ProcessClock::time_point deadline, std::string& out,
+                    std::string& err);
+
 // Runs argv (stdin from /dev/null, in a process group of its own) and collects both outputs
 // until it ends or the deadline. Error only when it cannot be started.
 Result<CommandOutcome> run_captured(const std::vector<std::string>& argv,

@@ -69,7 +69,7 @@ inline std::unique_ptr<AppliedCluster> apply_cluster(const std::string& yaml, in
   a->paths.lab = "t";
   for (int mi = 0; mi < machines; ++mi) {
     LabModel part = *m;
-    part.part = MachinePart{mi, {}, {}, "eth0", *placement};
+    part.part = MachinePart{mi, {}, {}, "eth0", "/shared", *placement};
     for (int j = 0; j < machines; ++j) {
       part.part->machines.push_back("m" + std::to_string(j + 1));
       part.part->underlay.push_back(Ipv4{0xc6120001u + static_cast<uint32_t>(j)});  // 198.18.0.x
