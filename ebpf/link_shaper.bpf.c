@@ -143,6 +143,16 @@ static __always_inline struct fabemu_link_counters* counters_of(__u32 key) {
   return bpf_map_lookup_elem(&fabemu_counters, &key);
 }
 
+/* murmur3's finalizer: every input bit moves every output bit. */
+static __always_inline __u32 mix32(__u32 h) {
+  h ^= h >> 16;
+  h *= 0x85ebca6b;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35;
+  h ^= h >> 16;
+  return h;
+}
+
 SEC("tc")
 int fabemu_shape(struct __sk_buff* skb) {
   __u32 key = skb->ifindex;
@@ -235,6 +245,13 @@ int fabemu_shape(struct __sk_buff* skb) {
   cnt->packets++;
   cnt->bytes += skb->len;
   cnt->queue_delay_hist[hist_bucket(wait)]++;
+  /* ECMP per switch. A veth hands the next namespace the skb with a hash (the sending socket's,
+   * or the flow hash RPS computed on the way in, with one key for all namespaces), and a
+   * router that finds one uses it instead of hashing the headers with a seed of its own: every
+   * tier would choose alike, and a fat-tree's flows between pods would use half its core paths
+   * (polarization). The flow's hash mixed with this direction's seed: still one per flow, but
+   * each next hop draws its choice afresh, as switches with their own hash seeds do. */
+  bpf_set_hash(skb, mix32(bpf_get_hash_recalc(skb) ^ (__u32)(cfg.seed >> 32)));
   return TC_ACT_OK;
 }
 

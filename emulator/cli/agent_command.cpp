@@ -121,9 +121,11 @@ int agent_run(const AgentArgs& a, const LabPaths& paths) {
     print_error(lock.error().what());
     return kExitFailed;
   }
-  auto m = lab_model(paths);
+  JournalFile journal;
+  auto m = lab_model(paths, &journal);
   if (!m) return lab_error(m.error());
-  WorkloadOptions wo = workload_options(m->scenario.file);
+  // Exec steps start in the directory of the scenario the lab was built from.
+  WorkloadOptions wo = workload_options(journal.scenario_file);
   wo.run_id = a.run_id;
   if (auto staged = stage_binaries(wo, paths); !staged) {
     print_error(staged.error().what());

@@ -61,9 +61,9 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
                    Clock::time_point t0, RunReport& report, bool live) {
   FaultPlayer faults(m, paths, expand_faults(m.scenario));
   TelemetrySampler telemetry(m, paths, sampling_interval(m, live));
+  std::this_thread::sleep_until(t0);  // a lab across machines: the common start
   telemetry.start(t0);
   faults.start(t0);
-  std::this_thread::sleep_until(t0);
   bool ok = true;
   for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
     std::fflush(stdout);

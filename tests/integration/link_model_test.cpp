@@ -168,6 +168,38 @@ TEST_F(LinkModelTest, RateHoldsAcrossTheFabricAndChangesLive) {
   EXPECT_NE(direction(json, "leaf1>h1").shape.find(R"("rate_bps":20000000)"), std::string::npos);
 }
 
+// Every tier of a fat-tree chooses its ECMP next hop afresh: a pod's flows to another pod use
+// all four core paths, not the two a hash shared by every switch would leave them.
+TEST_F(LinkModelTest, EcmpIsNotPolarizedAcrossTiers) {
+  TempScenario sc(R"(name: lm
+topology: {kind: fat-tree, k: 4}
+fabric: {switch: router, ecmp_hash: l4, mtu: 1500}
+links: {default: {rate: 1gbit}}
+rdma: {enabled: off}
+)");
+  LabGuard lab(lab_name("lp"));
+  ASSERT_EQ(lab.up(sc.path()).status, 0);
+  Process server = spawn(
+      {kFabemu, "exec", lab.name() + ":h9", "--", *find_tool("iperf3"), "-s", "-1", "-p", "5303"});
+  std::this_thread::sleep_for(300ms);
+  Outcome o =
+      lab.exec("h1", {*find_tool("iperf3"), "-c", "h9", "-p", "5303", "-P", "32", "-t", "2"});
+  server.stop(0ms);
+  ASSERT_EQ(o.status, 0) << o;
+  const std::string json = status_json(lab);
+  std::vector<double> core;
+  double total = 0;
+  for (const char* name : {"agg1>core1", "agg1>core2", "agg2>core3", "agg2>core4"}) {
+    core.push_back(double(direction(json, name).bytes));
+    total += core.back();
+    std::printf("%s %.1f MB\n", name, core.back() / 1e6);
+  }
+  ASSERT_GT(total, 0);
+  int carrying = 0;
+  for (double b : core) carrying += b > 0.05 * total;
+  EXPECT_GE(carrying, 3) << "h1's 32 flows to another pod crowd onto the core paths of one hash";
+}
+
 TEST_F(LinkModelTest, TcpHandsTheModelOneWirePacketAtATime) {
   TempScenario sc(kShaped);
   LabGuard lab(lab_name("lg"));

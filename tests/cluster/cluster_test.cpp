@@ -1,0 +1,445 @@
+// Labs across machines (label `cluster`): three simulated machines under a real Slurm
+// (scripts/slurm-sim), one allocation of all three for the whole suite, as an sbatch script
+// has; fabemu `--on slurm` from the login machine, as a user types it.
+#include <signal.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "../integration/lab_fixture.h"
+#include "util/json.h"
+
+namespace fabemu::itest {
+namespace {
+
+const std::string kSim = kSourceDir + "/scripts/slurm-sim";
+constexpr int kMachines = 3;
+const std::string kNodeList = "m[1-3]";
+
+// The simulated cluster and its allocation, made once for the suite.
+class ClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0) {
+      skip_ = "simulated machines need root (namespaces)";
+      return;
+    }
+    for (const char* tool : {"slurmctld", "slurmd", "munged", "srun", "salloc", "scontrol"})
+      if (!find_tool(tool) && !std::filesystem::exists(std::string("/usr/sbin/") + tool)) {
+        skip_ = std::string(tool) + " is not installed (slurmctld slurmd slurm-client munge)";
+        return;
+      }
+    state_ = "/run/fabemu-ctest-sim" + std::to_string(::getpid());
+    ::setenv("SIM_STATE", state_.c_str(), 1);
+    ::setenv("SIM_UNDERLAY", "198.18.9", 1);
+    Outcome up = run({kSim, "up", std::to_string(kMachines)}, 120s);
+    if (up.status != 0) {
+      setup_error_ = "slurm-sim up: " + up.err;
+      return;
+    }
+    Outcome alloc = sim({"salloc", "-N" + std::to_string(kMachines), "--no-shell"}, 60s);
+    std::smatch m;
+    if (!std::regex_search(alloc.err, m, std::regex("allocation ([0-9]+)"))) {
+      setup_error_ = "salloc: " + alloc.err;
+      return;
+    }
+    job_ = m[1];
+  }
+
+  static void TearDownTestSuite() {
+    if (!job_.empty()) sim({"scancel", job_});
+    if (!state_.empty()) {
+      Outcome down = run({kSim, "down"}, 120s);
+      if (down.status != 0) ADD_FAILURE() << "slurm-sim down: " << down;
+    }
+  }
+
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_TRUE(setup_error_.empty()) << setup_error_;
+  }
+
+  // CMD on the login machine.
+  static Outcome sim(const Argv& cmd, std::chrono::milliseconds timeout = 60s) {
+    Argv args = {kSim, "run", "--"};
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    return run(args, timeout);
+  }
+  // fabemu on the login machine, inside the suite's allocation (what an sbatch script sees).
+  static Argv fabemu_in_job(const Argv& words) {
+    Argv args = {
+        kSim,   "run", "--", "env", "SLURM_JOB_ID=" + job_, "SLURM_JOB_NODELIST=" + kNodeList,
+        kFabemu};
+    args.insert(args.end(), words.begin(), words.end());
+    return args;
+  }
+  static Outcome on_cluster(const Argv& words, std::chrono::milliseconds timeout = 120s) {
+    return run(fabemu_in_job(words), timeout);
+  }
+  // CMD inside machine `m`.
+  static Outcome in_machine(const std::string& m, const Argv& cmd) {
+    Argv args = {kSim, "exec", m, "--"};
+    args.insert(args.end(), cmd.begin(), cmd.end());
+    return run(args, 30s);
+  }
+  static std::string machine(int i) { return "m" + std::to_string(i + 1); }
+
+  // A scenario where every machine sees it: the cluster's shared directory.
+  std::string scenario(const std::string& name, const std::string& text) {
+    const std::string dir = state_ + "/shared/scenarios";
+    std::filesystem::create_directories(dir);
+    const std::string path = dir + "/" + name + ".yaml";
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // What fabemu left on a machine: labs' run dirs and pins, bpffs entries, interfaces of the
+  // machine's own namespace that are not its underlay.
+  static std::string leftovers(const std::string& m) {
+    Outcome o = in_machine(
+        m, {"/bin/sh", "-c",
+            "ls -A /run/fabemu 2>/dev/null | grep -v -e '^kernel-probe$' -e '^capacity$' -e "
+            "'^\\.lock$' -e '^\\.agent-'; ls -A /sys/fs/bpf/fabemu 2>/dev/null; grep ' "
+            "/run/fabemu/' /proc/self/mountinfo; ip -o link | grep -v -e ' lo:' -e ' eth0@'; "
+            "true"});
+    return o.out + o.err;
+  }
+  void expect_nothing_left(const std::string& lab) {
+    for (int i = 0; i < kMachines; ++i)
+      EXPECT_EQ(leftovers(machine(i)), "") << "on " << machine(i) << " after lab " << lab;
+    EXPECT_FALSE(std::filesystem::exists(state_ + "/state/clusters/" + lab + ".json"));
+  }
+
+  static Json status_json(const std::string& lab) {
+    Outcome o = on_cluster({"status", lab, "--on", "slurm", "--json"});
+    EXPECT_EQ(o.status, 0) << o;
+    return Json::parse(o.out, nullptr, false);
+  }
+
+  static inline std::string skip_, setup_error_, state_, job_;
+};
+
+// Brings a lab up across the machines; takes it down at the end of the test whatever happens.
+class ClusterLab {
+ public:
+  ClusterLab(std::string name, Argv (*in_job)(const Argv&))
+      : name_(std::move(name)), in_job_(in_job) {}
+  ~ClusterLab() {
+    Outcome o = run(in_job_({"down", name_, "--on", "slurm"}), 120s);
+    if (o.status != 0) ADD_FAILURE() << "down " << name_ << ": " << o;
+  }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  Argv (*in_job_)(const Argv&);
+};
+
+constexpr const char* kFatTree = R"(name: ft
+topology: {kind: fat-tree, k: 4}
+fabric: {switch: router, ecmp_hash: l4, mtu: 1500}
+links: {default: {rate: 1gbit}}
+rdma: {enabled: off}
+)";
+
+constexpr const char* kLeafSpine64 = R"(name: ls
+topology: {kind: leaf-spine, leaves: 8, spines: 4, hosts_per_leaf: 8}
+fabric: {switch: router, ecmp_hash: l4, mtu: 1500}
+links: {default: {rate: 1gbit}}
+rdma: {enabled: off}
+)";
+
+TEST_F(ClusterTest, FatTreeAndLeafSpineAcrossThreeMachinesReachEveryPairAndLeaveNothing) {
+  for (const auto& [text, pairs] :
+       {std::pair{kFatTree, 16 * 15}, std::pair{kLeafSpine64, 64 * 63}}) {
+    const std::string lab = lab_name(pairs == 240 ? "cf" : "cl");
+    Outcome o = on_cluster({"run", scenario(lab, text), "--lab", lab, "--on", "slurm", "--report",
+                            state_ + "/shared/report-" + lab},
+                           300s);
+    std::printf("%s", o.out.c_str());
+    EXPECT_EQ(o.status, 0) << o;
+    EXPECT_NE(o.out.find("up on 3 machines (slurm)"), std::string::npos) << o;
+    const std::string reach = std::to_string(pairs) + "/" + std::to_string(pairs) + " host pairs";
+    EXPECT_NE(o.out.find(reach), std::string::npos) << o;
+    EXPECT_NE(o.out.find("down on 3 machines"), std::string::npos) << o;
+    expect_nothing_left(lab);
+  }
+}
+
+// The machine of each node, and which node holds each address (interfaces and loopbacks).
+struct Where {
+  std::map<std::string, std::string> machine;  // node -> machine
+  std::map<std::string, std::string> node;     // address -> node
+};
+Where where(const Json& status) {
+  Where w;
+  for (const Json& n : status["nodes"]) {
+    w.machine[n["name"]] = n["machine"];
+    for (const char* key : {"address", "loopback"})
+      if (n.contains(key)) w.node[n[key]] = n["name"];
+  }
+  for (const Json& l : status["links"])
+    for (const char* end : {"a", "b"}) w.node[l[end]["address"]] = l[end]["node"];
+  return w;
+}
+
+TEST_F(ClusterTest, TracesCrossSwitchesOnOtherMachinesAndEcmpSpreadsOverTheCutLinks) {
+  if (!find_tool("traceroute") || !find_tool("iperf3"))
+    GTEST_SKIP() << "traceroute and iperf3 are needed";
+  const std::string lab = lab_name("ce");
+  ClusterLab guard(lab, fabemu_in_job);
+  Outcome up = on_cluster({"up", scenario(lab, kFatTree), "--lab", lab, "--on", "slurm"});
+  ASSERT_EQ(up.status, 0) << up;
+  const Json before = status_json(lab);
+  const Where w = where(before);
+  // A host on the first machine and one on another; the trace names the switches it crosses.
+  std::string from, to;
+  for (const auto& [node, m] : w.machine)
+    if (node[0] == 'h' && m == machine(0) && from.empty()) from = node;
+  for (const auto& [node, m] : w.machine)
+    if (node[0] == 'h' && m != machine(0) && to.empty()) to = node;
+  ASSERT_FALSE(from.empty() || to.empty());
+  Outcome trace = on_cluster(
+      {"exec", lab + ":" + from, "--on", "slurm", "--", "traceroute", "-n", "-q1", "-w2", to});
+  ASSERT_EQ(trace.status, 0) << trace;
+  std::printf("%s -> %s:\n%s", from.c_str(), to.c_str(), trace.out.c_str());
+  std::set<std::string> remote_switches;
+  std::string last;
+  std::smatch hop;
+  const std::regex hop_re(R"(^\s*\d+\s+([0-9.]+))");
+  std::istringstream lines(trace.out);
+  for (std::string line; std::getline(lines, line);)
+    if (std::regex_search(line, hop, hop_re)) {
+      last = w.node.count(hop[1]) ? w.node.at(hop[1]) : hop[1].str();
+      if (last[0] != 'h' && w.machine.count(last) && w.machine.at(last) != machine(0))
+        remote_switches.insert(last);
+    }
+  EXPECT_EQ(last, to) << trace;
+  EXPECT_FALSE(remote_switches.empty()) << "no hop on another machine's switch: " << trace;
+
+  // 32 TCP flows: the l4 hash spreads them over the four core paths, each of which leaves
+  // the first machine through a VXLAN tunnel.
+  Process server = spawn(fabemu_in_job(
+      {"exec", lab + ":" + to, "--on", "slurm", "--", "iperf3", "-s", "-1", "-p", "5301"}));
+  std::this_thread::sleep_for(1s);
+  Outcome flows = on_cluster({"exec", lab + ":" + from, "--on", "slurm", "--", "iperf3", "-c", to,
+                              "-p", "5301", "-P", "32", "-t", "3"},
+                             60s);
+  server.stop(0ms);
+  ASSERT_EQ(flows.status, 0) << flows;
+  const Json after = status_json(lab);
+  std::map<std::string, double> up_bytes;  // cut links leaving the sender's machine upwards
+  double total = 0;
+  for (size_t l = 0; l < after["links"].size(); ++l) {
+    const Json& link = after["links"][l];
+    const std::string a = link["a"]["node"], b = link["b"]["node"];
+    if (w.machine.at(a) != machine(0) || w.machine.at(b) == machine(0) || b.rfind("core", 0) != 0)
+      continue;
+    auto bytes = [](const Json& s) { return s["a_to_b"]["counters"]["bytes"].get<double>(); };
+    up_bytes[link["name"]] = bytes(link) - bytes(before["links"][l]);
+    total += up_bytes[link["name"]];
+  }
+  int carrying = 0;
+  for (const auto& [name, bytes] : up_bytes) {
+    std::printf("  %-14s %8.1f MB (%.0f%%)\n", name.c_str(), bytes / 1e6, 100 * bytes / total);
+    carrying += bytes > 0.05 * total;
+  }
+  ASSERT_GE(up_bytes.size(), 4u);
+  // Pod 1's traffic to another pod leaves through its 2 aggregation switches' 4 core links;
+  // those of the other pod on this machine carry none of it.
+  EXPECT_GE(carrying, 3) << "32 flows should not all hash onto one or two of the core paths";
+}
+
+// Where the kernel has fq, delays hold too (the VM lane); else rate only.
+TEST_F(ClusterTest, ACutLinkIsShapedLikeALocalLink) {
+  if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is needed";
+  const std::string lab = lab_name("cs");
+  ClusterLab guard(lab, fabemu_in_job);
+  // h1 and leaf1 on the first machine, h2 and leaf2 on the second, the spine on the third: h1's
+  // traffic to h2 crosses the local h1:leaf1 and the cut leaf1:spine1.
+  const std::string sc = scenario(lab, R"(name: cs
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+fabric: {switch: router, ecmp_hash: l4, mtu: 1500}
+rdma: {enabled: off}
+placement: [[leaf1], [leaf2], [spine1]]
+)");
+  Outcome up = on_cluster({"up", sc, "--lab", lab, "--on", "slurm"});
+  ASSERT_EQ(up.status, 0) << up;
+  auto link_set = [&](const std::string& link, Argv options) {
+    Argv args = {"link", "set", lab, link, "--on", "slurm"};
+    args.insert(args.end(), options.begin(), options.end());
+    Outcome o = on_cluster(args);
+    EXPECT_EQ(o.status, 0) << o;
+    return o;
+  };
+  // Frames on the wire over iperf3's payload: UDP 8 + IP 20 + Ethernet 14 around 1400 bytes.
+  const double wire = 1442.0 / 1400;
+  auto udp_bps = [&] {
+    Process server = spawn(fabemu_in_job(
+        {"exec", lab + ":h2", "--on", "slurm", "--", "iperf3", "-s", "-1", "-p", "5302"}));
+    std::this_thread::sleep_for(1s);
+    Outcome o = on_cluster({"exec", lab + ":h1", "--on", "slurm", "--", "iperf3", "-c", "h2", "-p",
+                            "5302", "-u", "-b", "80M", "-l", "1400", "-t", "3", "-J"});
+    server.stop(0ms);
+    EXPECT_EQ(o.status, 0) << o;
+    const Json j = Json::parse(o.out, nullptr, false);
+    if (!j.is_object() || !j.contains("end")) return 0.0;
+    return j["end"]["sum_received"]["bytes"].get<double>() * 8 /
+           j["end"]["sum_sent"]["seconds"].get<double>() * wire;
+  };
+  link_set("leaf1:spine1", {"--rate", "50mbit"});
+  const double cut = udp_bps();
+  link_set("leaf1:spine1", {"--rate", "unlimited"});
+  link_set("h1:leaf1", {"--rate", "50mbit"});
+  const double local = udp_bps();
+  std::printf("50 Mbit/s, UDP offered 80 Mbit/s: cut link %.2f, local link %.2f Mbit/s of frames\n",
+              cut / 1e6, local / 1e6);
+  EXPECT_NEAR(cut, 50e6, 50e6 * 0.02);
+  EXPECT_NEAR(local, 50e6, 50e6 * 0.02);
+
+  // Delay: 5 ms each way on one link adds 10 ms to the round trip, cut or local.
+  Outcome strict = on_cluster(
+      {"link", "set", lab, "h1:leaf1", "--on", "slurm", "--rate", "unlimited", "--delay", "5ms"});
+  if (strict.status == 2 && strict.err.find("fq") != std::string::npos)
+    GTEST_SKIP() << "no fq on this kernel: delay not added (the VM lane measures it)";
+  ASSERT_EQ(strict.status, 0) << strict;
+  auto rtt_ms = [&] {
+    Outcome o = on_cluster(
+        {"exec", lab + ":h1", "--on", "slurm", "--", "ping", "-c", "20", "-i", "0.1", "-q", "h2"});
+    EXPECT_EQ(o.status, 0) << o;
+    std::smatch m;
+    if (!std::regex_search(o.out, m, std::regex(R"(= [0-9.]+/([0-9.]+)/)"))) return 0.0;
+    return std::stod(m[1]);
+  };
+  const double local_rtt = rtt_ms();
+  link_set("h1:leaf1", {"--delay", "0"});
+  link_set("leaf1:spine1", {"--delay", "5ms"});
+  const double cut_rtt = rtt_ms();
+  std::printf("5 ms each way: rtt %.3f ms through the local link, %.3f ms through the cut one\n",
+              local_rtt, cut_rtt);
+  EXPECT_NEAR(local_rtt, 10, 10 * 0.05);
+  EXPECT_NEAR(cut_rtt, 10, 10 * 0.05);
+}
+
+TEST_F(ClusterTest, GlooAllreduceAndTorchAcrossTheMachinesAreCorrect) {
+  const bool torch = run({"/usr/bin/python3", "-c", "import torch"}).status == 0;
+  const std::string lab = lab_name("cw");
+  std::string text = R"(name: cw
+topology: {kind: leaf-spine, leaves: 4, spines: 2, hosts_per_leaf: 2}
+fabric: {switch: router, ecmp_hash: l4, mtu: 1500}
+links: {default: {rate: 1gbit}}
+rdma: {enabled: off}
+workload:
+  - collective: allreduce
+    library: gloo
+    transport: tcp
+    sizes: [64K, 1M]
+    iterations: 3
+)";
+  if (torch)
+    text += "  - exec: {hosts: all, command: [/usr/bin/python3, " + kSourceDir +
+            "/scenarios/examples/torch_allreduce.py], timeout: 300s}\n";
+  Outcome o = on_cluster({"run", scenario(lab, text), "--lab", lab, "--on", "slurm", "--report",
+                          state_ + "/shared/report-" + lab},
+                         600s);
+  std::printf("%s", o.out.c_str());
+  EXPECT_EQ(o.status, 0) << o;
+  EXPECT_NE(o.out.find("ranks 8"), std::string::npos) << o;
+  EXPECT_NE(o.out.find("wrong values: 0 OK"), std::string::npos) << o;
+  EXPECT_NE(o.out.find("workload[0] allreduce (gloo, tcp): ok"), std::string::npos) << o;
+  if (torch)
+    EXPECT_NE(o.out.find("torch.distributed all_reduce across 8 hosts: correct"), std::string::npos)
+        << o;
+  // The merged report holds rank 0's results and every direction's counters.
+  const std::string report = read_text(state_ + "/shared/report-" + lab + "/report.jsonl");
+  EXPECT_NE(report.find("\"busbw_gbps\""), std::string::npos) << report.substr(0, 2000);
+  expect_nothing_left(lab);
+  if (!torch) GTEST_SKIP() << "python3-torch is not installed: the Gloo half ran";
+}
+
+// The pid of the agent doing `action` on machine `m` (its environment names the machine).
+std::optional<pid_t> agent_on(const std::string& m, const std::string& action) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmd = read_text(e.path().string() + "/cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (cmd.find(" agent " + action + " ") == std::string::npos) continue;
+    std::string env = read_text(e.path().string() + "/environ");
+    if (env.find(std::string("SLURMD_NODENAME=") + m + '\0') != std::string::npos)
+      return std::stoi(name);
+  }
+  return std::nullopt;
+}
+
+constexpr const char* kLeafSpine256 = R"(name: big
+topology: {kind: leaf-spine, leaves: 16, spines: 4, hosts_per_leaf: 16}
+fabric: {switch: router, ecmp_hash: l4, mtu: 1500}
+links: {default: {rate: 1gbit}}
+rdma: {enabled: off}
+)";
+
+TEST_F(ClusterTest, DownLeavesNothingAfterUpIsKilled) {
+  const std::string lab = lab_name("ck");
+  const std::string sc = scenario(lab, kLeafSpine256);
+  Process up = spawn(fabemu_in_job({"up", sc, "--lab", lab, "--on", "slurm"}));
+  // Once an agent is building, the launcher dies; its agents carry on building.
+  const auto deadline = Clock::now() + 30s;
+  while (!agent_on(machine(1), "up") && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(agent_on(machine(1), "up")) << "no agent started";
+  ::kill(up.pid(), SIGKILL);
+  up.wait();
+  Outcome down = on_cluster({"down", lab, "--on", "slurm"});
+  EXPECT_EQ(down.status, 0) << down;
+  std::printf("%s", down.out.c_str());
+  expect_nothing_left(lab);
+  // Nothing an agent still held comes back later.
+  std::this_thread::sleep_for(2s);
+  expect_nothing_left(lab);
+}
+
+TEST_F(ClusterTest, AKilledAgentFailsUpNamingItsMachineAndLeavesNothing) {
+  const std::string lab = lab_name("ca");
+  const std::string sc = scenario(lab, kLeafSpine256);
+  const std::string err_path = state_ + "/up-" + lab + ".err";
+  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(err, 0);
+  Process up = spawn(fabemu_in_job({"up", sc, "--lab", lab, "--on", "slurm"}), -1, err);
+  ::close(err);
+  const auto deadline = Clock::now() + 30s;
+  std::optional<pid_t> agent;
+  while (!(agent = agent_on(machine(1), "up")) && Clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(agent) << "no agent started";
+  std::this_thread::sleep_for(200ms);  // into its bring-up
+  ::kill(*agent, SIGKILL);
+  const auto status = wait_for(up, 120s);
+  ASSERT_TRUE(status);
+  EXPECT_NE(*status, 0);
+  const std::string said = read_text(err_path);
+  std::printf("up said:\n%s", said.c_str());
+  EXPECT_NE(said.find("machine " + machine(1) + ":"), std::string::npos) << said;
+  expect_nothing_left(lab);
+  // And `down` afterwards has nothing to do.
+  Outcome down = on_cluster({"down", lab, "--on", "slurm"});
+  EXPECT_EQ(down.status, 0) << down;
+}
+
+TEST_F(ClusterTest, AFabricMtuTheUnderlayCannotCarryIsRefusedWithTheNumbers) {
+  const std::string lab = lab_name("cm");
+  Outcome o = on_cluster({"up", scenario(lab, R"(name: cm
+topology: {kind: leaf-spine, leaves: 3, spines: 1, hosts_per_leaf: 1}
+fabric: {switch: router, mtu: 9000}
+rdma: {enabled: off}
+)"),
+                          "--lab", lab, "--on", "slurm"});
+  EXPECT_EQ(o.status, 2) << o;
+  EXPECT_NE(o.err.find("fabric mtu 9000 + 50 bytes of VXLAN headers does not fit the underlay's "
+                       "MTU 9000"),
+            std::string::npos)
+      << o;
+  expect_nothing_left(lab);
+}
+
+}  // namespace
+}  // namespace fabemu::itest
