@@ -38,7 +38,6 @@ void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Scen
     // Per namespace and 0 (L3) in a new one: without this every flow between two hosts
     // takes one path whatever its ports.
     set("net/ipv4/fib_multipath_hash_policy", fabric.ecmp_hash == EcmpHash::L4 ? "1" : "0");
-
     // traceroute across the fabric should not look lossy.
     set("net/ipv4/icmp_ratelimit", "0");
   }
