@@ -166,6 +166,26 @@ TEST_F(ClusterTest, FatTreeAndLeafSpineAcrossThreeMachinesReachEveryPairAndLeave
   }
 }
 
+TEST_F(ClusterTest, OvsSwitchesAcrossMachinesReachEveryPair) {
+  if (!find_tool("ovs-vswitchd") && !std::filesystem::exists("/usr/sbin/ovs-vswitchd"))
+    GTEST_SKIP() << "Open vSwitch is not installed";
+  const std::string lab = lab_name("co");
+  Outcome o =
+      on_cluster({"run", scenario(lab, R"(name: co
+topology: {kind: fat-tree, k: 4}
+fabric: {switch: ovs, ecmp_hash: l4, mtu: 1500}
+links: {default: {rate: 1gbit}}
+rdma: {enabled: off}
+)"),
+                  "--lab", lab, "--on", "slurm", "--report", state_ + "/shared/report-" + lab},
+                 300s);
+  std::printf("%s", o.out.c_str());
+  EXPECT_EQ(o.status, 0) << o;
+  EXPECT_NE(o.out.find("Open vSwitch bridges"), std::string::npos) << o;
+  EXPECT_NE(o.out.find("240/240 host pairs"), std::string::npos) << o;
+  expect_nothing_left(lab);
+}
+
 // The machine of each node, and which node holds each address (interfaces and loopbacks).
 struct Where {
   std::map<std::string, std::string> machine;  // node -> machine
