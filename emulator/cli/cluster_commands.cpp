@@ -493,7 +493,10 @@ int cluster_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
       }
       parts.push_back(std::move(*part));
     }
-    if (!replies) print_error(replies.error().what());
+    if (!replies) {
+      print_error(replies.error().what());
+      code = kExitFailed;
+    }
     if (parts.size() == r.machines.size()) {
       RunReport merged = merge_run_parts(m, r.machines, parts);
       report.steps = std::move(merged.steps);

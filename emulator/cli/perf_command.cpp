@@ -23,6 +23,15 @@ int cmd_perf(const PerfArgs& args, const LabPaths& base) {
   paths.lab = args.lab;
   auto model = lab_model(paths);
   if (!model) return lab_error(model.error());
+  if (model->part)
+    for (const std::string& host : {args.server, args.client})
+      if (const int id = model->topo.find(host); id >= 0 && !local_node(*model, id)) {
+        print_error("perf: " + host + " is on machine " +
+                    model->part->machines[model->part->placement.machine_of[id]] +
+                    "; perf between hosts of one lab across machines is not supported yet (run "
+                    "the tools with `fabemu exec LAB:HOST --on slurm`)");
+        return kExitFailed;
+      }
   auto setup =
       plan_perf(*model, paths, {args.server, args.client, args.tool, args.timeout_s, args.extra});
   if (!setup) {

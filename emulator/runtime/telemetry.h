@@ -24,6 +24,7 @@ struct DirectionSample {
   // Of everything counted so far (histogram upper bound), in the real fabric's time.
   uint64_t queue_delay_p99_ns = 0;
   bool shaped = false;  // counters from the link model; else the port's kernel tx
+  bool operator==(const DirectionSample&) const = default;
 };
 
 struct TelemetrySample {

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdarg>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 
 namespace fabemu {
@@ -232,17 +233,25 @@ std::string format_size(uint64_t bytes) {
   return format_with(bytes, kSizeUnits);
 }
 
-std::string format_time_short(uint64_t ns) {
-  const char* unit = "ns";
-  double v = double(ns);
-  for (const char* next : {"us", "ms", "s"}) {
-    if (v < 1000) break;
+namespace {
+
+// v in the largest of units[0] (v's own), units[1] (v / 1000), ... that keeps it under 1000,
+// with 3 significant digits: "1.27ms", "346 Gbit/s".
+std::string short_figure(double v, std::initializer_list<const char*> units, const char* space) {
+  const char* unit = *units.begin();
+  for (auto next = units.begin() + 1; next != units.end() && v >= 1000; ++next) {
     v /= 1000;
-    unit = next;
+    unit = *next;
   }
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g%s", v, unit);
+  std::snprintf(buf, sizeof buf, "%.3g%s%s", v, space, unit);
   return buf;
+}
+
+}  // namespace
+
+std::string format_time_short(uint64_t ns) {
+  return short_figure(double(ns), {"ns", "us", "ms", "s"}, "");
 }
 
 std::string printf_string(const char* format, ...) {
@@ -255,15 +264,7 @@ std::string printf_string(const char* format, ...) {
 }
 
 std::string format_rate_short(double bps) {
-  const char* unit = "bit/s";
-  for (const char* next : {"kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"}) {
-    if (bps < 1000) break;
-    bps /= 1000;
-    unit = next;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g %s", bps, unit);
-  return buf;
+  return short_figure(bps, {"bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"}, " ");
 }
 
 }  // namespace fabemu

@@ -142,16 +142,19 @@ links: {default: {rate: 1gbit}}
 rdma: {enabled: off}
 )";
 
-constexpr const char* kLeafSpine64 = R"(name: ls
-topology: {kind: leaf-spine, leaves: 8, spines: 4, hosts_per_leaf: 8}
-fabric: {switch: router, ecmp_hash: l4, mtu: 1500}
-links: {default: {rate: 1gbit}}
-rdma: {enabled: off}
-)";
+// A routed leaf-spine of 1 Gbit/s links, without rdma.
+std::string leaf_spine(int leaves, int spines, int hosts_per_leaf) {
+  return "name: ls\ntopology: {kind: leaf-spine, leaves: " + std::to_string(leaves) +
+         ", spines: " + std::to_string(spines) +
+         ", hosts_per_leaf: " + std::to_string(hosts_per_leaf) +
+         "}\nfabric: {switch: router, ecmp_hash: l4, mtu: 1500}\nlinks: {default: {rate: "
+         "1gbit}}\nrdma: {enabled: off}\n";
+}
+const std::string kLeafSpine64 = leaf_spine(8, 4, 8);
 
 TEST_F(ClusterTest, FatTreeAndLeafSpineAcrossThreeMachinesReachEveryPairAndLeaveNothing) {
   for (const auto& [text, pairs] :
-       {std::pair{kFatTree, 16 * 15}, std::pair{kLeafSpine64, 64 * 63}}) {
+       {std::pair<std::string, int>{kFatTree, 16 * 15}, {kLeafSpine64, 64 * 63}}) {
     const std::string lab = lab_name(pairs == 240 ? "cf" : "cl");
     Outcome o = on_cluster({"run", scenario(lab, text), "--lab", lab, "--on", "slurm", "--report",
                             state_ + "/shared/report-" + lab},
@@ -219,8 +222,8 @@ TEST_F(ClusterTest, TracesCrossSwitchesOnOtherMachinesAndEcmpSpreadsOverTheCutLi
   for (const auto& [node, m] : w.machine)
     if (node[0] == 'h' && m != machine(0) && to.empty()) to = node;
   ASSERT_FALSE(from.empty() || to.empty());
-  Outcome trace = on_cluster(
-      {"exec", lab + ":" + from, "--on", "slurm", "--", "traceroute", "-n", "-q1", "-w2", to});
+  Outcome trace = on_cluster({"exec", lab + ":" + from, "--on", "slurm", "--", "traceroute", "-n",
+                              "-N1", "-q1", "-w2", to});
   ASSERT_EQ(trace.status, 0) << trace;
   std::printf("%s -> %s:\n%s", from.c_str(), to.c_str(), trace.out.c_str());
   std::set<std::string> remote_switches;
@@ -431,12 +434,7 @@ std::optional<pid_t> agent_on(const std::string& m, const std::string& action) {
   return std::nullopt;
 }
 
-constexpr const char* kLeafSpine256 = R"(name: big
-topology: {kind: leaf-spine, leaves: 16, spines: 4, hosts_per_leaf: 16}
-fabric: {switch: router, ecmp_hash: l4, mtu: 1500}
-links: {default: {rate: 1gbit}}
-rdma: {enabled: off}
-)";
+const std::string kLeafSpine256 = leaf_spine(16, 4, 16);
 
 TEST_F(ClusterTest, DownLeavesNothingAfterUpIsKilled) {
   const std::string lab = lab_name("ck");
