@@ -409,9 +409,10 @@ workload:
   EXPECT_NE(o.out.find("ranks 8"), std::string::npos) << o;
   EXPECT_NE(o.out.find("wrong values: 0 OK"), std::string::npos) << o;
   EXPECT_NE(o.out.find("workload[0] allreduce (gloo, tcp): ok"), std::string::npos) << o;
-  if (torch)
+  if (torch) {
     EXPECT_NE(o.out.find("torch.distributed all_reduce across 8 hosts: correct"), std::string::npos)
         << o;
+  }
   // The merged report holds rank 0's results and every direction's counters.
   const std::string report = read_text(state_ + "/shared/report-" + lab + "/report.jsonl");
   EXPECT_NE(report.find("\"busbw_gbps\""), std::string::npos) << report.substr(0, 2000);
