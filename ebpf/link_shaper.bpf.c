@@ -2,8 +2,11 @@
 /* The link model at the egress of an emulated port: down, rate (EDT virtual clock), queue
  * limit, loss, ECN marking, delay and jitter, and per-port counters. */
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
 #include <linux/pkt_cls.h>
 
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #include "link_shaper.h"
@@ -44,7 +47,22 @@ struct {
   __type(value, struct fabemu_port);
 } fabemu_ports SEC(".maps");
 
-enum verdict { PASS, DROP_DOWN, DROP_LOSS, DROP_QUEUE };
+/* PFC: the buffer each switch holds for the lossless frames that came in over one port. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, FABEMU_MAX_LINKS);
+  __type(key, __u32);
+  __type(value, struct fabemu_pfc_cfg);
+} fabemu_pfc_cfg SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, FABEMU_MAX_LINKS);
+  __type(key, __u32);
+  __type(value, struct fabemu_pfc_state);
+} fabemu_pfc_state SEC(".maps");
+
+enum verdict { PASS, DROP_DOWN, DROP_LOSS, DROP_QUEUE, DROP_WATCHDOG };
 
 /* splitmix64: one 64-bit multiply-xorshift step per draw, so a seed gives the same sequence on
  * every kernel and in the C++ reference used by the tests. */
@@ -143,6 +161,95 @@ static __always_inline struct fabemu_link_counters* counters_of(__u32 key) {
   return bpf_map_lookup_elem(&fabemu_counters, &key);
 }
 
+/* User space creates a buffer's state with its config (too big for this stack to zero). */
+static __always_inline struct fabemu_pfc_state* pfc_state_of(__u32 key) {
+  return bpf_map_lookup_elem(&fabemu_pfc_state, &key);
+}
+
+/* Whether the frame belongs to the lab's lossless class: its DSCP, or UDP to the class's port
+ * (RoCEv2). IPv4 fragments after the first carry no UDP header; IPv6 extension headers are not
+ * followed. */
+static __always_inline int is_lossless(struct __sk_buff* skb, const struct fabemu_link_cfg* cfg) {
+  if (!cfg->lossless_dscp && !cfg->lossless_udp_port) return 0;
+  __u8 h[20];
+  __u32 l4, proto;
+  __u16 port;
+  if (skb->protocol == bpf_htons(ETH_P_IP)) {
+    if (bpf_skb_load_bytes(skb, ETH_HLEN, h, 20)) return 0;
+    if ((cfg->lossless_dscp >> (h[1] >> 2)) & 1) return 1;
+    if ((h[6] & 0x1f) | h[7]) return 0;
+    proto = h[9];
+    l4 = ETH_HLEN + (h[0] & 0xf) * 4;
+  } else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+    if (bpf_skb_load_bytes(skb, ETH_HLEN, h, 8)) return 0;
+    if ((cfg->lossless_dscp >> (((h[0] & 0xf) << 2) | (h[1] >> 6))) & 1) return 1;
+    proto = h[6];
+    l4 = ETH_HLEN + 40;
+  } else {
+    return 0;
+  }
+  if (!cfg->lossless_udp_port || proto != IPPROTO_UDP) return 0;
+  if (bpf_skb_load_bytes(skb, l4 + 2, &port, 2)) return 0;
+  return bpf_ntohs(port) == cfg->lossless_udp_port;
+}
+
+/* The buffer's lossless bytes still there at the start of slot `from` (which counts whole),
+ * and the first slot from `from` on at whose start at most `xon` bytes are left. Live slots
+ * hold epochs within FABEMU_PFC_SLOTS of now, so visiting from+j for j < FABEMU_PFC_SLOTS
+ * meets each once, in the order they leave. */
+static __always_inline __u64 pfc_bytes_at(const struct fabemu_pfc_state* p, __u64 from) {
+  __u64 sum = 0;
+  for (__u32 j = 0; j < FABEMU_PFC_SLOTS; j++) {
+    __u32 i = (from + j) & (FABEMU_PFC_SLOTS - 1);
+    if (p->slot_epoch[i] == from + j) sum += p->slot_bytes[i];
+  }
+  return sum;
+}
+
+static __always_inline __u64 pfc_resume_slot(const struct fabemu_pfc_state* p, __u64 from,
+                                             __u64 left, __u64 xon) {
+  for (__u32 j = 0; j < FABEMU_PFC_SLOTS; j++) {
+    if (left <= xon) return from + j;
+    __u32 i = (from + j) & (FABEMU_PFC_SLOTS - 1);
+    if (p->slot_epoch[i] == from + j) left -= p->slot_bytes[i];
+  }
+  return from + FABEMU_PFC_SLOTS;
+}
+
+/* A lossless frame of `bytes` that came in over the port with this buffer leaves this switch at
+ * `depart`: it occupies the buffer until then (beyond the horizon, until the horizon). */
+static __always_inline void pfc_account(struct fabemu_pfc_state* p, const struct fabemu_pfc_cfg* c,
+                                        __u64 now, __u64 depart, __u64 bytes) {
+  __u64 slot = c->slot_ns ? c->slot_ns : 1;
+  __u64 now_e = now / slot, e = depart / slot;
+  if (e > now_e + FABEMU_PFC_SLOTS - 1) e = now_e + FABEMU_PFC_SLOTS - 1;
+  __u32 i = e & (FABEMU_PFC_SLOTS - 1);
+  if (p->slot_epoch[i] != e) {
+    p->slot_epoch[i] = e; /* the slot's old epoch has passed: its bytes have left */
+    p->slot_bytes[i] = 0;
+  }
+  p->slot_bytes[i] += bytes;
+  if (pfc_bytes_at(p, now_e) >= c->xoff_bytes) p->paused = 1;
+}
+
+/* When this port may send its next lossless frame, which would leave at `at`, given the far
+ * end's buffer for this link: `at` itself unless the buffer is over Xoff then (or still over
+ * Xon after a pause), otherwise the start of the slot in which it falls to Xon. */
+static __always_inline __u64 pfc_hold_until(struct fabemu_pfc_state* p,
+                                            const struct fabemu_link_cfg* cfg, __u64 now,
+                                            __u64 at) {
+  __u64 slot = cfg->pfc_slot_ns ? cfg->pfc_slot_ns : 1;
+  __u64 now_e = now / slot, at_e = at / slot;
+  __u64 occ_now = pfc_bytes_at(p, now_e);
+  if (occ_now >= cfg->pfc_xoff_bytes)
+    p->paused = 1;
+  else if (occ_now <= cfg->pfc_xon_bytes)
+    p->paused = 0;
+  __u64 occ = at_e == now_e ? occ_now : pfc_bytes_at(p, at_e);
+  if (occ < cfg->pfc_xoff_bytes && !(p->paused && occ > cfg->pfc_xon_bytes)) return at;
+  return pfc_resume_slot(p, at_e, occ, cfg->pfc_xon_bytes) * slot;
+}
+
 /* murmur3's finalizer: every input bit moves every output bit. */
 static __always_inline __u32 mix32(__u32 h) {
   h ^= h >> 16;
@@ -171,13 +278,40 @@ int fabemu_shape(struct __sk_buff* skb) {
   /* The byte limit as time at the current rate: a live rate change rescales it. */
   __u64 queue_bytes_ns = rate && queue_bytes ? queue_bytes * NS_PER_SEC_BITS / rate : 0;
   /* The ECN threshold in bytes (a switch's K), as time at the current rate the same way. */
-  __u64 ecn_bytes = cfg.ecn_threshold_bytes < MAX_QUEUE_BYTES ? cfg.ecn_threshold_bytes
-                                                              : MAX_QUEUE_BYTES;
+  __u64 ecn_bytes =
+      cfg.ecn_threshold_bytes < MAX_QUEUE_BYTES ? cfg.ecn_threshold_bytes : MAX_QUEUE_BYTES;
   __u64 ecn_bytes_ns = rate && ecn_bytes ? ecn_bytes * NS_PER_SEC_BITS / rate : 0;
   __u64 now = bpf_ktime_get_ns();
 
+  /* The lossless class: never dropped for queue reasons where PFC guards the buffer the frame
+   * sits in (it came in over a PFC port, or this node sent it on a PFC port), held back while
+   * the far end's buffer for this link is paused. */
+  const int ll = is_lossless(skb, &cfg);
+  struct fabemu_pfc_cfg* in_pfc = 0;
+  struct fabemu_pfc_state* in_buf = 0;
+  if (ll && skb->ingress_ifindex) {
+    __u32 in = skb->ingress_ifindex;
+    in_pfc = bpf_map_lookup_elem(&fabemu_pfc_cfg, &in);
+    if (in_pfc && in_pfc->xoff_bytes) in_buf = pfc_state_of(in);
+  }
+  const int no_queue_drop = ll && (in_buf || (!skb->ingress_ifindex && cfg.pfc_peer));
+  __u64 hold = 0;
+  if (ll && cfg.pfc_peer && cfg.pfc_xoff_bytes && !(cfg.flags & FABEMU_LINK_POLICER)) {
+    struct fabemu_pfc_state* far = pfc_state_of(cfg.pfc_peer);
+    /* When the frame would start: read without the lock, a guess that the stamp below fixes. */
+    __u64 at = st->next_ns > now ? st->next_ns : now;
+    if (st->ll_next_ns > at) at = st->ll_next_ns;
+    if (far) {
+      bpf_spin_lock(&far->lock);
+      hold = pfc_hold_until(far, &cfg, now, at);
+      bpf_spin_unlock(&far->lock);
+      if (hold <= at) hold = 0;
+    }
+  }
+
   enum verdict v = PASS;
-  __u64 wait = 0, tstamp = 0;
+  __u64 wait = 0, tstamp = 0, done = 0, paused_ns = 0;
+  int pause_began = 0;
   bpf_spin_lock(&st->lock);
   if (!st->seeded || st->seeded_from != cfg.seed) {
     st->prng = cfg.seed;
@@ -193,16 +327,40 @@ int fabemu_shape(struct __sk_buff* skb) {
     v = DROP_DOWN;
   } else {
     __u64 start = st->next_ns > now ? st->next_ns : now; /* the link is busy until next_ns */
+    if (ll && st->ll_next_ns > start) start = st->ll_next_ns;
+    if (hold) {
+      /* Paused: the class waits for the far end's Xon; the other classes use the wire
+       * meanwhile. A pause that began after the last one ended is a new XOFF. */
+      __u64 from = start;
+      if (st->pause_until < from) {
+        st->pause_since = from;
+        pause_began = 1;
+      }
+      if (hold > start) start = hold;
+      if (cfg.pfc_watchdog_ns && start - st->pause_since > cfg.pfc_watchdog_ns) {
+        v = DROP_WATCHDOG; /* stuck longer than the watchdog allows: the class is dropped */
+        pause_began = 0;
+      } else {
+        __u64 last = st->pause_until > from ? st->pause_until : from;
+        if (start > last) paused_ns = start - last;
+      }
+      if (start > st->pause_until) st->pause_until = start;
+    }
     wait = start - now;
     __u64 rem = st->rate_rem;
     __u64 tx = rate ? tx_ns(wire, rate, &rem) : 0;
-    if ((cfg.queue_ns && wait > cfg.queue_ns) || (queue_bytes_ns && wait + tx > queue_bytes_ns)) {
+    if (v == DROP_WATCHDOG) {
+      /* the frame never occupies the link */
+    } else if (!no_queue_drop && ((cfg.queue_ns && wait > cfg.queue_ns) ||
+                                  (queue_bytes_ns && wait + tx > queue_bytes_ns))) {
       v = DROP_QUEUE; /* tail drop: the frame never occupies the link */
     } else {
       /* The frame arrives at the far end when its last bit does: end of serialization plus
-       * propagation. A frame lost on the wire still used the link. */
-      __u64 done = start + tx;
-      st->next_ns = done;
+       * propagation. A frame lost on the wire still used the link. A held frame does not
+       * move the other classes' clock. */
+      done = start + tx;
+      if (!hold) st->next_ns = done;
+      if (ll) st->ll_next_ns = done;
       st->rate_rem = rem;
       if (loss) {
         v = DROP_LOSS;
@@ -222,6 +380,15 @@ int fabemu_shape(struct __sk_buff* skb) {
   }
   bpf_spin_unlock(&st->lock);
 
+  if (paused_ns) cnt->pause_ns += paused_ns;
+  if (pause_began) cnt->pause_events++;
+  /* The frame sits in this node's buffer for the port it came in on until it leaves. */
+  if (in_buf && in_pfc && done) {
+    bpf_spin_lock(&in_buf->lock);
+    pfc_account(in_buf, in_pfc, now, done, wire);
+    bpf_spin_unlock(&in_buf->lock);
+  }
+
   switch (v) {
     case DROP_DOWN:
       cnt->drop_down++;
@@ -231,6 +398,9 @@ int fabemu_shape(struct __sk_buff* skb) {
       return TC_ACT_SHOT;
     case DROP_QUEUE:
       cnt->drop_queue++;
+      return TC_ACT_SHOT;
+    case DROP_WATCHDOG:
+      cnt->drop_watchdog++;
       return TC_ACT_SHOT;
     case PASS:
       break;
@@ -244,6 +414,7 @@ int fabemu_shape(struct __sk_buff* skb) {
   if (tstamp && (rate || cfg.delay_ns || cfg.jitter_ns)) skb->tstamp = tstamp;
   cnt->packets++;
   cnt->bytes += skb->len;
+  if (ll) cnt->lossless_packets++;
   cnt->queue_delay_hist[hist_bucket(wait)]++;
   /* ECMP per switch. A veth hands the next namespace the skb with a hash (the sending socket's,
    * or the flow hash RPS computed on the way in, with one key for all namespaces), and a

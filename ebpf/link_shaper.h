@@ -27,6 +27,9 @@ enum fabemu_link_flags {
   FABEMU_LINK_GE = 1U << 3,         /* Gilbert-Elliott loss instead of Bernoulli */
 };
 
+/* The lossless class's fixed UDP port when the class is RoCEv2 (IANA). */
+#define FABEMU_ROCEV2_PORT 4791
+
 /* One direction of one link, written by user space, read by the datapath. Zero means "not
  * limited" for rate and both queue limits and "off" for delay, jitter, loss and ECN. */
 struct fabemu_link_cfg {
@@ -44,8 +47,42 @@ struct fabemu_link_cfg {
   __u32 ge_loss_good;     /* drop probability in the good state */
   __u32 flags;            /* enum fabemu_link_flags */
   __u32 overhead_bytes; /* added to each frame's length for the rate (e.g. 24: preamble+FCS+IFG) */
-  __u32 pad;
+  __u32 pfc_peer;       /* PFC on this direction: the key of the far end's port, whose switch's
+                           buffer for frames from this link fabemu_pfc_cfg[pfc_peer] describes */
   __u64 ecn_threshold_bytes; /* set CE on ECT packets that find more than this backlog */
+  /* The lab's lossless class: frames to this UDP port (RoCEv2: 4791; 0: none) or with a DSCP
+   * whose bit is set here. The same in every direction of a lab. */
+  __u64 lossless_dscp;
+  __u32 lossless_udp_port;
+  __u32 pad2;
+  /* PFC on this direction (with pfc_peer): the far end's buffer for this link, as in
+   * fabemu_pfc_cfg[pfc_peer], and the watchdog of this port's lossless queue. */
+  __u64 pfc_xoff_bytes;
+  __u64 pfc_xon_bytes;
+  __u64 pfc_slot_ns;
+  __u64 pfc_watchdog_ns; /* a pause longer than this drops the class instead (0: never) */
+};
+
+/* Priority flow control (802.1Qbb) for the lossless class, by ingress port: the buffer a switch
+ * (or host) holds for frames that arrived over one link, keyed by the ifindex of the port they
+ * arrived on. Its egress programs add each lossless frame until the departure time they give
+ * it; the far end's egress program holds the class back while the buffer is over Xoff, until
+ * it drains under Xon. User space writes the config; the datapath alone the state. */
+#define FABEMU_PFC_SLOTS 32
+
+struct fabemu_pfc_cfg {
+  __u64 xoff_bytes; /* pause the link's lossless class from this occupancy */
+  __u64 xon_bytes;  /* resume at or below this */
+  __u64 slot_ns;    /* the occupancy's time resolution: bytes leave in slots this long */
+};
+
+struct fabemu_pfc_state {
+  struct bpf_spin_lock lock;
+  __u32 paused; /* the hysteresis: 1 from Xoff until Xon */
+  /* Bytes by the slot (departure time / slot_ns) in which they leave; slot i holds the epoch
+   * with epoch % FABEMU_PFC_SLOTS == i, stale when its epoch has passed. */
+  __u64 slot_epoch[FABEMU_PFC_SLOTS];
+  __u64 slot_bytes[FABEMU_PFC_SLOTS];
 };
 
 /* The datapath's memory of a link, written only by the program under `lock`. User space
@@ -60,6 +97,10 @@ struct fabemu_link_state {
   __u64 prng;        /* splitmix64 state */
   __u64 seeded_from; /* cfg.seed that `prng` started from */
   __u64 seeded;      /* 0 until the PRNG has been seeded */
+  /* PFC of the lossless class on this direction. */
+  __u64 ll_next_ns;  /* the class's own clock: its frames keep their order while held */
+  __u64 pause_until; /* the end of the current (or last) pause */
+  __u64 pause_since; /* when the current pause began */
 };
 
 /* Per-CPU counters of a link; user space sums the CPUs. */
@@ -71,6 +112,10 @@ struct fabemu_link_counters {
   __u64 drop_queue;
   __u64 ce_marks;
   __u64 queue_delay_hist[FABEMU_HIST_BUCKETS]; /* of packets handed on */
+  __u64 lossless_packets;                      /* of the lossless class, handed on */
+  __u64 pause_ns;      /* the lossless class held back by PFC (the union of pauses) */
+  __u64 pause_events;  /* pauses begun: the XOFF a switch would have sent */
+  __u64 drop_watchdog; /* lossless frames dropped by the PFC watchdog */
 };
 
 /* Who shapes a key: the namespace (nsfs device and inode) and name of the port, written by

@@ -102,11 +102,12 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
   auto mode = read_mode(paths);
   if (!mode) return mode.error();
   if (!mode->fq && !options.accept_degraded &&
-      (change.delay_ns.value_or(0) || change.jitter_ns.value_or(0)))
+      (change.delay_ns.value_or(0) || change.jitter_ns.value_or(0) ||
+       (change.pfc && change.pfc->xoff_bytes)))
     return make_error("lab " + paths.lab +
                           " polices its links (no fq on this kernel: " + mode->no_fq_reason +
-                          "): delay and jitter would not be added; --accept-degraded sets the "
-                          "rest anyway",
+                          "): delay and jitter would not be added, nor PFC hold the lossless "
+                          "class; --accept-degraded sets the rest anyway",
                       EOPNOTSUPP);
   std::optional<LinkShaper> holder;
   auto maps = maps_or(paths, open, holder);
@@ -130,14 +131,14 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
     if (shaped) port.seed = cfg->seed;  // the loss sequence carries on
     // What the datapath will enforce, in scenario terms: zeros read as "off", the default queue
     // of a rate-limited link appears.
-    c.after = to_real(to_shape(to_cfg(port.shape, port.seed, port.policer)), model.time_scale);
+    c.after = to_real(to_shape(to_cfg(port)), model.time_scale);
     const std::string netns =
         node_netns_path(model, paths, (d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node);
     if (!shaped) {
       FABEMU_TRY(shape_port_in(*shaper, netns, port, /*set_gso=*/true));
       c.attached_now = true;
     } else {
-      FABEMU_TRY(shaper->set(port.ifindex, port.shape, port.seed, port.policer));
+      FABEMU_TRY(shaper->set(port));
       // Deeper queues or longer delays than fq was sized for: grow its limits (it keeps its
       // packets); the program stays attached.
       const bool grow_fq = port.fq && !(*port.fq == fq_params_for(wall_before));

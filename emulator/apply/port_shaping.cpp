@@ -22,7 +22,7 @@ Result<void> shape_port_here(LinkShaper& shaper, const ShapePort& p, NetlinkSock
     return make_error("port " + where + " has ifindex " + std::to_string(attached->ifindex()) +
                           ", the plan gave it " + std::to_string(p.ifindex),
                       EINVAL);
-  FABEMU_TRY(shaper.set(p.ifindex, p.shape, p.seed, p.policer));
+  FABEMU_TRY(shaper.set(p));
   if (set_gso) {
     if (auto r = set_gso_max_segs(rtnl, static_cast<int>(p.ifindex), 1); !r)
       return r.error().context(where + " (kernels before 5.19 cannot change it after creation)");

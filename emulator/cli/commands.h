@@ -45,7 +45,7 @@ struct UpArgs {
 // `link set LAB LINK --rate ...`; `link down/up` set `down`.
 struct LinkSetArgs {
   std::string lab, link;
-  std::string rate, delay, jitter, loss, loss_burst, queue, ecn;  // "" = unchanged
+  std::string rate, delay, jitter, loss, loss_burst, queue, ecn, pfc;  // "" = unchanged
   std::optional<bool> reorder, down;
   bool accept_degraded = false;
   std::string on;  // --on slurm: a lab across machines

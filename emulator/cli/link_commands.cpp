@@ -15,10 +15,14 @@ namespace {
 // malformed.
 std::variant<LinkShape, int> shape_of(const LinkSetArgs& a, uint32_t mtu) {
   LinkShape s;
-  const std::pair<std::string_view, const std::string*> given[] = {
-      {"rate", &a.rate},        {"delay", &a.delay},           {"jitter", &a.jitter},
-      {"loss", &a.loss},        {"loss_burst", &a.loss_burst}, {"queue", &a.queue},
-      {"ecn_threshold", &a.ecn}};
+  const std::pair<std::string_view, const std::string*> given[] = {{"rate", &a.rate},
+                                                                   {"delay", &a.delay},
+                                                                   {"jitter", &a.jitter},
+                                                                   {"loss", &a.loss},
+                                                                   {"loss_burst", &a.loss_burst},
+                                                                   {"queue", &a.queue},
+                                                                   {"ecn_threshold", &a.ecn},
+                                                                   {"pfc", &a.pfc}};
   for (const auto& [key, text] : given) {
     if (text->empty()) continue;
     if (auto r = set_link_shape_field(s, key, *text, mtu, ShapeSyntax::Change); !r) {
@@ -37,7 +41,7 @@ std::variant<LinkShape, int> shape_of(const LinkSetArgs& a, uint32_t mtu) {
   if (s.empty()) {
     print_error(
         "link set: nothing to change; give --rate, --delay, --jitter, --loss, --loss-burst, "
-        "--queue, --ecn-threshold or --reorder/--no-reorder");
+        "--queue, --ecn-threshold, --pfc or --reorder/--no-reorder");
     return kExitBadInput;
   }
   return s;

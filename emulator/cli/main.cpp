@@ -101,6 +101,9 @@ int main(int argc, char** argv) {
   link_set->add_option("--queue", link.queue, "Queue limit as time (200us) or size (64K)");
   link_set->add_option("--ecn-threshold,--ecn", link.ecn,
                        "Mark CE above this queue delay, e.g. 40us; 0 for off");
+  link_set->add_option("--pfc", link.pfc,
+                       "PFC of the lossless class: xoff,xon[,watchdog] of the receiving end's "
+                       "buffer, e.g. 200K,150K,1ms; off to turn it off");
   bool reorder = false, no_reorder = false;
   link_set->add_flag("--reorder", reorder, "Jitter may reorder packets (the default)");
   link_set->add_flag("--no-reorder", no_reorder, "Jitter keeps packets in order")

@@ -70,8 +70,9 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
     const double start = seconds_since(t0);
     const StepResult r = run_step(m, paths, i, wo);
     const TimeScale& t = m.time_scale;
-    StepReport s{r.title,   r.ok, r.failure, t.real_s(start), t.real_s(r.seconds), start,
-                 r.seconds, {},   {},        r.note};
+    StepReport s{r.title, r.ok, r.failure, t.real_s(start), t.real_s(r.seconds), start, r.seconds,
+                 {},      {},   {},        r.note};
+    s.flows = r.flows;
     if (const auto* c = std::get_if<CollectiveStep>(&m.scenario.workload[i].step)) {
       s.collective = c->collective;
       if (auto text = read_file(r.json_lines)) s.results = read_benchmark_results(*text);
@@ -152,6 +153,23 @@ void print_links(const LabModel& m, const RunReport& r) {
                 double(g[d].bytes) / 1e6, format_rate_short(double(g[d].bytes) * 8 / secs).c_str(),
                 static_cast<unsigned long long>(g[d].drops),
                 static_cast<unsigned long long>(g[d].ce_marks), qd.c_str());
+  }
+  // PFC: where the lossless class was held back, longest first (the pause spreading upstream).
+  std::vector<size_t> paused;
+  for (size_t d = 0; d < g.size(); ++d)
+    if (g[d].pause_ns) paused.push_back(d);
+  if (paused.empty()) return;
+  std::sort(paused.begin(), paused.end(),
+            [&](size_t x, size_t y) { return g[x].pause_ns > g[y].pause_ns; });
+  std::printf("PFC pauses of the lossless class, longest first:\n  %-22s %12s %8s %8s\n",
+              "DIRECTION", "PAUSED", "OF RUN", "XOFF");
+  for (size_t k = 0; k < std::min<size_t>(8, paused.size()); ++k) {
+    const size_t d = paused[k];
+    std::printf("  %-22s %12s %7.1f%% %8llu\n",
+                direction_name(m.topo, static_cast<int>(d / 2), d % 2 == 1).c_str(),
+                format_time_short(g[d].pause_ns).c_str(),
+                secs > 0 ? 100.0 * double(g[d].pause_ns) / (secs * 1e9) : 0.0,
+                static_cast<unsigned long long>(g[d].pause_events));
   }
 }
 

@@ -27,6 +27,10 @@ Json shape_json(const LinkShape& s) {
   if (s.ecn_threshold_ns) j["ecn_threshold_ns"] = *s.ecn_threshold_ns;
   if (s.ecn_threshold_bytes) j["ecn_threshold_bytes"] = *s.ecn_threshold_bytes;
   if (s.down) j["down"] = *s.down;
+  if (s.pfc && s.pfc->xoff_bytes)
+    j["pfc"] = {{"xoff_bytes", s.pfc->xoff_bytes},
+                {"xon_bytes", s.pfc->xon_bytes},
+                {"watchdog_ns", s.pfc->watchdog_ns}};
   return j;
 }
 
@@ -44,6 +48,10 @@ Json direction_json(const DirectionState& d, const TimeScale& t) {
               {"drop_queue", c.drop_queue},
               {"drop_down", c.drop_down},
               {"ce_marks", c.ce_marks},
+              {"lossless_packets", c.lossless_packets},
+              {"pause_ns", real(c.pause_ns)},
+              {"pause_events", c.pause_events},
+              {"drop_watchdog", c.drop_watchdog},
               {"queue_delay_p50_ns", real(queue_delay_quantile(c, 0.5))},
               {"queue_delay_p99_ns", real(queue_delay_quantile(c, 0.99))},
               {"queue_delay_hist", c.queue_delay_hist}}}};
@@ -200,6 +208,11 @@ LinkShape shape_from_json(const Json& j) {
   }
   if (j.contains("reorder")) s.reorder = j["reorder"].get<bool>();
   if (j.contains("down")) s.down = j["down"].get<bool>();
+  if (j.contains("pfc")) {
+    const Json& p = j["pfc"];
+    s.pfc = PfcShape{p.at("xoff_bytes").get<uint64_t>(), p.at("xon_bytes").get<uint64_t>(),
+                     p.value("watchdog_ns", uint64_t{0})};
+  }
   return s;
 }
 
@@ -234,9 +247,15 @@ std::string mode_text(const Json& j) {
 
 void print_links(const Json& j) {
   const bool fq = j["link_model"].value("mode", "") == "fq";
-  std::printf("\n%-22s %-5s %-17s %-17s %-6s %10s %8s %8s %8s %9s  %s\n", "LINK", "STATE",
+  // PFC's columns only where a link has it.
+  bool pfc = false;
+  for (const Json& link : j["links"])
+    for (const char* dir : {"a_to_b", "b_to_a"})
+      if (link.contains(dir) && link[dir].contains("shape"))
+        pfc |= link[dir]["shape"].contains("pfc");
+  std::printf("\n%-22s %-5s %-17s %-17s %-6s %10s %8s %8s %8s %9s%s  %s\n", "LINK", "STATE",
               "A ADDRESS", "B ADDRESS", "DIR", "PACKETS", "DROPS", "QDROPS", "CE", "QDELAY99",
-              "SHAPE (live)");
+              pfc ? "     PAUSED  PAUSES" : "", "SHAPE (live)");
   for (const Json& link : j["links"]) {
     const Json &a = link["a"], &b = link["b"];
     const bool up = a.value("up", false) && b.value("up", false) &&
@@ -259,12 +278,23 @@ void print_links(const Json& j) {
       auto end_text = [](const Json& e) {
         return e.value("ifname", "") + " " + e.value("address", "");
       };
-      std::printf("%-22s %-5s %-17s %-17s %-6s %10llu %8llu %8llu %8llu %9s  %s\n",
+      std::string paused;
+      if (pfc) {
+        char buf[40];
+        const unsigned long long ns = num(c, "pause_ns");
+        std::snprintf(buf, sizeof buf, " %10s %7llu", ns ? format_time_short(ns).c_str() : "0",
+                      num(c, "pause_events"));
+        paused = buf;
+      }
+      if (num(c, "drop_watchdog"))
+        text += " [PFC watchdog dropped " + std::to_string(num(c, "drop_watchdog")) + "]";
+      std::printf("%-22s %-5s %-17s %-17s %-6s %10llu %8llu %8llu %8llu %9s%s  %s\n",
                   back ? "" : link.value("name", "").c_str(), back ? "" : (up ? "up" : "DOWN"),
                   back ? "" : end_text(a).c_str(), back ? "" : end_text(b).c_str(),
                   back ? "b>a" : "a>b", shaped ? num(c, "packets") : num(from, "tx_packets"),
-                  num(c, "drop_loss") + num(c, "drop_down"), num(c, "drop_queue"),
-                  num(c, "ce_marks"), qd.c_str(), text.c_str());
+                  num(c, "drop_loss") + num(c, "drop_down") + num(c, "drop_watchdog"),
+                  num(c, "drop_queue"), num(c, "ce_marks"), qd.c_str(), paused.c_str(),
+                  text.c_str());
     }
   }
 }

@@ -123,10 +123,23 @@ Result<void> choose_shaping(const LabModel& m, Capabilities& caps, const ChoiceO
   if (!out.fq && !need.empty() && !options.accept_degraded) {
     std::string msg = "links: " + need.front();
     if (need.size() > 1) msg += " (and " + std::to_string(need.size() - 1) + " more directions)";
-    return refused(msg + " needs the fq qdisc to add delay and jitter, and this kernel has none (" +
+    return refused(msg +
+                   " needs the fq qdisc (to add delay and jitter, and for PFC to hold the "
+                   "lossless class back), and this kernel has none (" +
                    out.no_fq_reason +
                    "). Use a kernel with sch_fq (./scripts/vm-run runs one), or pass "
                    "--accept-degraded to build the lab with rate, loss, queue and ECN only");
+  }
+  if (m.part) {
+    // The pause state lives in one kernel's maps: both ends of a PFC link on one machine.
+    const auto& on = m.part->placement.machine_of;
+    for (const Link& l : m.topo.links)
+      for (const LinkShape* s : {&l.a_to_b, &l.b_to_a})
+        if (s->pfc && s->pfc->xoff_bytes && on[l.a.node] != on[l.b.node])
+          return refused("links: " + m.topo.nodes[l.a.node].name + ":" +
+                         m.topo.nodes[l.b.node].name +
+                         " has pfc but is cut between machines; PFC across machines is not "
+                         "supported yet (place both ends on one machine with placement:)");
   }
   bool shaped = false;
   for (const Link& l : m.topo.links) shaped |= !l.a_to_b.empty() || !l.b_to_a.empty();

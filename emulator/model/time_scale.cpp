@@ -63,6 +63,7 @@ LinkShape to_wall(const LinkShape& real, const TimeScale& t) {
   for (auto field : {&LinkShape::delay_ns, &LinkShape::jitter_ns, &LinkShape::queue_ns,
                      &LinkShape::ecn_threshold_ns})
     w.*field = map(real.*field, [&](uint64_t v) { return t.wall_ns(v); });
+  if (w.pfc) w.pfc->watchdog_ns = t.wall_ns(w.pfc->watchdog_ns);
   return w;
 }
 
@@ -73,6 +74,7 @@ LinkShape to_real(const LinkShape& wall, const TimeScale& t) {
   for (auto field : {&LinkShape::delay_ns, &LinkShape::jitter_ns, &LinkShape::queue_ns,
                      &LinkShape::ecn_threshold_ns})
     r.*field = map(wall.*field, [&](uint64_t v) { return t.real_ns_exact(v); });
+  if (r.pfc) r.pfc->watchdog_ns = t.real_ns_exact(r.pfc->watchdog_ns);
   return r;
 }
 

@@ -104,6 +104,28 @@ Result<void> check_workload_and_faults(const Scenario& s, const Topology& t) {
     if (!ids) return ids.error();
   }
   for (const auto& w : s.workload) {
+    if (const auto* ls = std::get_if<LinksStep>(&w.step)) {
+      if (ls->select == "all") continue;
+      bool cls = false;
+      for (const Link& l : t.links) cls |= l.cls == ls->select;
+      if (cls) continue;
+      auto ref = parse_link_ref(ls->select, w.loc, "workload.links.select");
+      if (!ref) return ref.error();
+      auto ids = resolve_link(t, *ref, w.loc, "workload.links.select");
+      if (!ids) return ids.error();
+      continue;
+    }
+    if (const auto* in = std::get_if<IncastStep>(&w.step)) {
+      std::vector<std::string> names = in->senders;
+      names.push_back(in->receiver);
+      if (in->victim) names.insert(names.end(), {in->victim->from, in->victim->to});
+      for (const std::string& name : names) {
+        const int id = t.find(name);
+        if (id < 0 || t.nodes[id].role != Role::Host)
+          return at(w.loc, "workload.incast: no host named '" + name + "'");
+      }
+      continue;
+    }
     const auto* ex = std::get_if<ExecStep>(&w.step);
     if (!ex || ex->hosts == "all") continue;
     std::string rest = ex->hosts;

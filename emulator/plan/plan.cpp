@@ -33,6 +33,8 @@ void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Scen
   set("net/ipv4/conf/default/rp_filter", "0");
   if (node.role == Role::Host && !s.hosts.tcp_congestion.empty())
     set("net/ipv4/tcp_congestion_control", s.hosts.tcp_congestion);
+  if (node.role == Role::Host && s.hosts.tcp_ecn)
+    set("net/ipv4/tcp_ecn", *s.hosts.tcp_ecn ? "1" : "0");
   if (node.role == Role::Switch && forwards) {
     set("net/ipv4/ip_forward", "1");
     // Per namespace and 0 (L3) in a new one: without this every flow between two hosts
@@ -126,6 +128,8 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   if (real.rate_bps.value_or(0) && !real.queue_ns.value_or(0) && !real.queue_bytes.value_or(0))
     real.queue_ns = kDefaultQueueNs;
   p.shape = to_wall(real, m.time_scale);
+  p.lossless = m.scenario.fabric.lossless_class();
+  if (p.shape.pfc && p.shape.pfc->xoff_bytes) p.pfc_peer = port_ifindex(link, !b_to_a);
   p.policer = !options.fq;
   if (options.fq) p.fq = fq_params_for(p.shape);
   if (!options.fq && options.htb) p.htb = htb_params_for(p.shape);
@@ -259,6 +263,7 @@ std::vector<std::string> needs_fq(const LabModel& m) {
       std::string what;
       if (s.delay_ns.value_or(0)) what += " delay " + format_time_ns(*s.delay_ns);
       if (s.jitter_ns.value_or(0)) what += " jitter " + format_time_ns(*s.jitter_ns);
+      if (s.pfc && s.pfc->xoff_bytes) what += " pfc";
       if (!what.empty()) out.push_back(direction_name(t, static_cast<int>(i), back) + ":" + what);
     }
   return out;

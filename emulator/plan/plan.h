@@ -122,6 +122,10 @@ struct ShapePort {
   bool policer = false;          // no fq: police a virtual queue, add no delay
   std::optional<FqParams> fq;    // unset with the policer
   std::optional<HtbParams> htb;  // policer with htb holding the rate (when the shape has one)
+  // PFC (shape.pfc): the far end's port, whose node keeps the buffer for this link; 0 when the
+  // direction has no PFC. `lossless` is the lab's class (the same on every port).
+  uint32_t pfc_peer = 0;
+  FabricSpec::Lossless lossless;
 };
 
 struct AddAddress {

@@ -19,6 +19,8 @@ DirectionSample growth(const TelemetrySample& from, const TelemetrySample& to, s
   g.packets = since(g.packets, a.packets);
   g.drops = since(g.drops, a.drops);
   g.ce_marks = since(g.ce_marks, a.ce_marks);
+  g.pause_ns = since(g.pause_ns, a.pause_ns);
+  g.pause_events = since(g.pause_events, a.pause_events);
   return g;
 }
 
@@ -126,6 +128,17 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
             {"wrong", res.wrong},
             {"pred_busbw_gbps", or_null(res.pred_busbw_gbps >= 0, res.pred_busbw_gbps)},
             {"rank_time_us", res.rank_time_us}});
+    for (const FlowResult& f : s.flows)
+      line({{"type", "flow"},
+            {"step", i},
+            {"role", f.role},
+            {"from", f.from},
+            {"to", f.to},
+            {"bps", f.bps},
+            {"fair_bps", or_null(f.fair_bps > 0, f.fair_bps)},
+            {"lost", or_null(f.lost >= 0, f.lost)},
+            {"retransmits", f.retransmits},
+            {"failure", f.failure}});
   }
   for (const AppliedFault& f : r.faults)
     line({{"type", "fault"},
@@ -147,6 +160,8 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
                       {"packets", x.packets},
                       {"drops", x.drops},
                       {"ce_marks", x.ce_marks},
+                      {"pause_ns", x.pause_ns},
+                      {"pause_events", x.pause_events},
                       {"queue_delay_p99_ns", x.queue_delay_p99_ns},
                       {"shaped", x.shaped}});
     }

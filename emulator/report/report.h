@@ -23,6 +23,7 @@ struct StepReport {
   double wall_start_s = 0, wall_seconds = 0;
   std::string collective;  // empty for exec steps
   std::vector<SizeResult> results;
+  std::vector<FlowResult> flows;  // incast steps
   std::string note;  // about the results (far below the prediction: the machine set the speed)
 };
 

@@ -44,10 +44,12 @@ std::string run_part_text(const RunReport& part) {
                       {"detail", f.detail}});
   Json samples = Json::array();
   for (const TelemetrySample& s : part.samples) {
-    // Compact: [bytes, packets, drops, ce_marks, queue_delay_p99_ns, shaped] per direction.
+    // Compact: [bytes, packets, drops, ce_marks, queue_delay_p99_ns, shaped, pause_ns,
+    // pause_events] per direction.
     Json dirs = Json::array();
     for (const DirectionSample& d : s.dirs)
-      dirs.push_back({d.bytes, d.packets, d.drops, d.ce_marks, d.queue_delay_p99_ns, d.shaped});
+      dirs.push_back({d.bytes, d.packets, d.drops, d.ce_marks, d.queue_delay_p99_ns, d.shaped,
+                      d.pause_ns, d.pause_events});
     samples.push_back({{"t_s", s.t_s}, {"wall_s", s.wall_s}, {"dirs", dirs}, {"rxe", s.rxe}});
   }
   return json_text(
@@ -101,6 +103,8 @@ Result<RunReport> parse_run_part(const std::string& text, const std::string& wha
         ds.ce_marks = d.at(3).get<uint64_t>();
         ds.queue_delay_p99_ns = d.at(4).get<uint64_t>();
         ds.shaped = d.at(5).get<bool>();
+        ds.pause_ns = d.at(6).get<uint64_t>();
+        ds.pause_events = d.at(7).get<uint64_t>();
         t.dirs.push_back(ds);
       }
       t.rxe = s.at("rxe").get<std::map<std::string, std::map<std::string, uint64_t>>>();

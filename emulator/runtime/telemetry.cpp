@@ -80,6 +80,9 @@ TelemetrySample TelemetrySampler::take() {
           d.packets = st.counters.packets;
           d.drops = st.counters.drops();
           d.ce_marks = st.counters.ce_marks;
+          d.pause_ns =
+              static_cast<uint64_t>(model_.time_scale.real_ns(double(st.counters.pause_ns)));
+          d.pause_events = st.counters.pause_events;
           d.queue_delay_p99_ns = static_cast<uint64_t>(
               model_.time_scale.real_ns(double(queue_delay_quantile(st.counters, 0.99))));
           continue;

@@ -23,6 +23,8 @@ struct DirectionSample {
   uint64_t drops = 0, ce_marks = 0;
   // Of everything counted so far (histogram upper bound), in the real fabric's time.
   uint64_t queue_delay_p99_ns = 0;
+  // PFC: how long the lossless class was held back (the real fabric's time), pauses begun.
+  uint64_t pause_ns = 0, pause_events = 0;
   bool shaped = false;  // counters from the link model; else the port's kernel tx
   bool operator==(const DirectionSample&) const = default;
 };

@@ -13,6 +13,7 @@
 #include "apply/link_control.h"
 #include "model/collective_model.h"
 #include "runtime/host_env.h"
+#include "runtime/incast.h"
 #include "runtime/spawn.h"
 #include "util/files.h"
 #include "util/json.h"
@@ -212,6 +213,42 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
   std::vector<NodeContext> nodes;
   std::vector<std::string> argv;
 
+  if (const auto* in = std::get_if<IncastStep>(&w.step))
+    return run_incast(m, paths, index, *in, timeout, o.echo);
+  if (const auto* ls = std::get_if<LinksStep>(&w.step)) {
+    // As `fabemu link set` on every link selected, with the maps opened once.
+    r.title = "workload[" + std::to_string(index) + "] links " + ls->select + ": " + ls->set.str();
+    auto maps = open_link_model(paths);
+    if (!maps) {
+      r.failure = maps.error().what();
+      return r;
+    }
+    size_t directions = 0;
+    for (const Link& l : m.topo.links) {
+      const std::string name = m.topo.nodes[l.a.node].name + ":" + m.topo.nodes[l.b.node].name;
+      if (ls->select != "all" && ls->select != l.cls && ls->select != name) continue;
+      auto changed = change_links(paths, m, name, ls->set, {}, &*maps);
+      if (!changed) {
+        r.failure = changed.error().what();
+        return r;
+      }
+      directions += changed->size();
+    }
+    // One direction of one link ("a>b"): the link named by its own rule.
+    if (directions == 0 && ls->select.find('>') != std::string::npos) {
+      auto changed = change_links(paths, m, ls->select, ls->set, {}, &*maps);
+      if (!changed) {
+        r.failure = changed.error().what();
+        return r;
+      }
+      directions = changed->size();
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.note = std::to_string(directions) + " directions changed";
+    r.ok = true;
+    if (o.echo) std::printf("%s: %s\n", r.title.c_str(), r.note.c_str());
+    return r;
+  }
   if (const auto* c = std::get_if<CollectiveStep>(&w.step)) {
     const std::string transport = resolve_transport(c->transport, m.rdma.rxe);
     r.title = "workload[" + std::to_string(index) + "] " + c->collective + " (" + c->library +

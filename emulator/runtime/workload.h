@@ -40,13 +40,25 @@ struct SizeResult {
 // Reads fabemu-collective's JSON lines ("type":"result" lines); unreadable lines are skipped.
 std::vector<SizeResult> read_benchmark_results(const std::string& json_lines);
 
+// One flow of an incast step: what the receiving end got, in the real fabric's units.
+struct FlowResult {
+  std::string role;  // "incast" or "victim"
+  std::string from, to;
+  double bps = 0;            // goodput received
+  double fair_bps = 0;       // its max-min fair share (model/fair_share.h); 0: unlimited
+  double lost = -1;          // udp: the fraction lost; -1: not udp
+  uint64_t retransmits = 0;  // tcp: segments the sender retransmitted
+  std::string failure;       // empty when the flow ran
+};
+
 struct StepResult {
   std::string title;  // "workload[0] allreduce (gloo, tcp)"
   bool ok = false;
   std::string failure;  // what went wrong, naming the host or the timeout
   double seconds = 0;
-  std::string json_lines;  // the benchmark's JSON lines file (collectives), when written
-  std::string note;        // something the numbers say that users should know
+  std::string json_lines;         // the benchmark's JSON lines file (collectives), when written
+  std::string note;               // something the numbers say that users should know
+  std::vector<FlowResult> flows;  // incast steps
 };
 
 // A note when a collective's busbw fell far below the model's prediction (`ratio` fields of

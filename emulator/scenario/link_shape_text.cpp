@@ -62,6 +62,31 @@ Result<BurstLoss> parse_burst(std::string_view text) {
   return make_burst_loss(v[0], v[1], v[2], v[3]);
 }
 
+// "xoff,xon[,watchdog]", e.g. "200K,150K" or "200K,150K,1ms".
+Result<PfcShape> parse_pfc(std::string_view text, uint32_t mtu) {
+  std::vector<std::string_view> parts;
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    parts.push_back(text.substr(start, comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3)
+    return make_error("'" + std::string(text) + "' is not xoff,xon[,watchdog], e.g. 200K,150K,1ms",
+                      EINVAL);
+  auto xoff = parse_size_bytes(parts[0]);
+  if (!xoff) return make_error("xoff: " + xoff.error().message, EINVAL);
+  auto xon = parse_size_bytes(parts[1]);
+  if (!xon) return make_error("xon: " + xon.error().message, EINVAL);
+  uint64_t watchdog = 0;
+  if (parts.size() == 3) {
+    auto w = parse_time_ns(parts[2]);
+    if (!w) return make_error("watchdog: " + w.error().message, EINVAL);
+    watchdog = *w;
+  }
+  return make_pfc(*xoff, *xon, watchdog, mtu);
+}
+
 template <typename T>
 Result<void> assign(std::optional<T>& field, Result<T> value) {
   if (!value) return value.error();
@@ -75,6 +100,20 @@ Result<BurstLoss> make_burst_loss(double p, double r, double loss_bad, double lo
   if (r == 0)
     return make_error("r is 0: the bad state would never end; valid: 0 < r <= 100%", EINVAL);
   return BurstLoss{p, r, loss_bad, loss_good};
+}
+
+Result<PfcShape> make_pfc(uint64_t xoff, uint64_t xon, uint64_t watchdog_ns, uint32_t mtu) {
+  if (xoff < mtu)
+    return make_error(
+        "xoff of " + std::to_string(xoff) + " bytes is below one " + std::to_string(mtu) +
+            "-byte frame (fabric.mtu); valid: >= " + std::to_string(mtu) + " bytes, e.g. 200K",
+        EINVAL);
+  if (xon >= xoff)
+    return make_error("xon (" + std::to_string(xon) + " bytes) must be below xoff (" +
+                          std::to_string(xoff) + " bytes): the pause ends when the buffer has " +
+                          "drained to xon, e.g. xoff 200K, xon 150K",
+                      EINVAL);
+  return PfcShape{xoff, xon, watchdog_ns};
 }
 
 Result<void> set_link_shape_field(LinkShape& s, std::string_view key, std::string_view text,
@@ -116,6 +155,10 @@ Result<void> set_link_shape_field(LinkShape& s, std::string_view key, std::strin
   }
   if (key == "reorder") return assign(s.reorder, parse_bool(text));
   if (key == "down") return assign(s.down, parse_bool(text));
+  if (key == "pfc") {
+    if (off) return assign(s.pfc, Result<PfcShape>(PfcShape{}));
+    return assign(s.pfc, parse_pfc(text, mtu));
+  }
   return make_error("unknown link-shape setting '" + std::string(key) + "'", EINVAL);
 }
 

@@ -28,6 +28,22 @@ BurstLoss read_burst_loss(const Field& f) {
   return *b;
 }
 
+// pfc: {xoff: 200K, xon: 150K, watchdog: 1ms}, or pfc: off.
+PfcShape read_pfc(const Field& f, uint32_t mtu) {
+  if (f.is_scalar()) {
+    if (f.str() == "off") return PfcShape{};
+    f.fail("pfc is {xoff: 200K, xon: 150K} (and optionally watchdog: 1ms), or off");
+  }
+  f.check_keys({"xoff", "xon", "watchdog"});
+  const Field xoff = f.at("xoff", "the buffer that pauses the sender, e.g. 200K");
+  const Field xon = f.at("xon", "the buffer at which the pause ends, below xoff, e.g. 150K");
+  uint64_t watchdog = 0;
+  if (auto w = f.find("watchdog")) watchdog = w->parsed(parse_time_ns);
+  auto p = make_pfc(xoff.parsed(parse_size_bytes), xon.parsed(parse_size_bytes), watchdog, mtu);
+  if (!p) (p.error().message.rfind("xoff", 0) == 0 ? xoff : xon).fail(p.error().message);
+  return *p;
+}
+
 }  // namespace
 
 LinkShape read_link_shape(const Field& map, uint32_t mtu) {
@@ -42,10 +58,34 @@ LinkShape read_link_shape(const Field& map, uint32_t mtu) {
     } else if (key == "loss_burst") {
       if (shape.loss) f->fail("give either loss (independent drops) or loss_burst, not both");
       shape.loss_burst = read_burst_loss(*f);
+    } else if (key == "pfc") {
+      shape.pfc = read_pfc(*f, mtu);
     } else if (auto r = set_link_shape_field(shape, key, f->str(), mtu); !r) {
       f->fail(r.error().message);
     }
   }
+  return shape;
+}
+
+LinkShape read_link_change(const Field& map, uint32_t mtu) {
+  map.check_keys(kLinkShapeKeys);
+  LinkShape shape;
+  for (std::string_view key : kLinkShapeKeys) {
+    auto f = map.find(key);
+    if (!f) continue;
+    if (key == "reorder") {
+      shape.reorder = f->boolean();
+    } else if (key == "down") {
+      shape.down = f->boolean();
+    } else if (key == "loss_burst" && f->is_map()) {
+      shape.loss_burst = read_burst_loss(*f);
+    } else if (key == "pfc" && f->is_map()) {
+      shape.pfc = read_pfc(*f, mtu);
+    } else if (auto r = set_link_shape_field(shape, key, f->str(), mtu, ShapeSyntax::Change); !r) {
+      f->fail(r.error().message);
+    }
+  }
+  if (shape.empty()) map.fail("nothing to change; give one of the link-shape settings");
   return shape;
 }
 

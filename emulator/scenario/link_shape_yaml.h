@@ -24,6 +24,9 @@ LinkShape read_link_shape(const Field& map, uint32_t mtu);
 // A mapping that holds only link-shape keys.
 LinkShape read_link_shape_only(const Field& map, uint32_t mtu);
 
+// A change to live links, as `fabemu link set` takes it: "off" turns a setting off.
+LinkShape read_link_change(const Field& map, uint32_t mtu);
+
 // A link name, "a:b" (both directions) or "a>b" (a to b only), of two different node names.
 std::string read_link_name(const Field& field);
 

@@ -36,9 +36,29 @@ bool is_valid_node_name(std::string_view name) {
 namespace detail {
 namespace {
 
+// lossless: roce, or {udp_port: 4791, dscp: [26, 46]}: the class PFC protects.
+FabricSpec::Lossless read_lossless(const Field& f) {
+  FabricSpec::Lossless c;
+  if (f.is_scalar()) {
+    if (f.str() != "roce")
+      f.fail("the lossless class is roce (RoCEv2: UDP port 4791) or {udp_port: N, dscp: [...]}");
+    c.udp_port = FabricSpec::kRoceV2UdpPort;
+    return c;
+  }
+  f.check_keys({"udp_port", "dscp"});
+  if (auto p = f.find("udp_port")) c.udp_port = static_cast<uint16_t>(p->integer(1, 65535));
+  if (auto d = f.find("dscp")) {
+    if (!d->is_sequence()) d->fail("a list of DSCP values 0-63, e.g. [26]");
+    for (const Field& v : d->items()) c.dscp.push_back(static_cast<int>(v.integer(0, 63)));
+  }
+  if (!c.udp_port && c.dscp.empty()) f.fail("give udp_port, dscp or both (or: lossless: roce)");
+  return c;
+}
+
 FabricSpec read_fabric(const Field& f) {
-  f.check_keys({"switch", "ecmp_hash", "mtu", "ovs_datapath"});
+  f.check_keys({"switch", "ecmp_hash", "mtu", "ovs_datapath", "lossless"});
   FabricSpec fabric;
+  if (auto l = f.find("lossless")) fabric.lossless = read_lossless(*l);
   if (auto s = f.find("switch")) {
     fabric.switch_kind = s->choice<SwitchKind>(
         {{"router", SwitchKind::Router}, {"bridge", SwitchKind::Bridge}, {"ovs", SwitchKind::Ovs}});
@@ -77,9 +97,10 @@ HostLimits read_limits(const Field& map) {
 }
 
 HostsSpec read_hosts(const Field& f) {
-  f.check_keys({"cpu", "memory", "tcp_congestion", "tcp_rto_min", "overrides"});
+  f.check_keys({"cpu", "memory", "tcp_congestion", "tcp_rto_min", "tcp_ecn", "overrides"});
   HostsSpec hosts;
   hosts.defaults = read_limits(f);
+  if (auto ecn = f.find("tcp_ecn")) hosts.tcp_ecn = ecn->boolean();
   if (auto rto = f.find("tcp_rto_min")) {
     hosts.tcp_rto_min_ns = rto->parsed(parse_time_ns);
     // The kernel keeps it in whole milliseconds, and never waits longer than 120 s.
@@ -214,7 +235,7 @@ Scenario read_scenario(const Field& root) {
   if (auto f = section(root, "hosts")) s.hosts = read_hosts(*f);
   if (auto f = section(root, "links")) s.links = read_links(*f, s.fabric.mtu);
   if (auto f = section(root, "rdma")) s.rdma = read_rdma(*f);
-  if (auto f = section(root, "workload")) s.workload = read_workload(*f);
+  if (auto f = section(root, "workload")) s.workload = read_workload(*f, s.fabric.mtu);
   if (auto f = section(root, "faults")) s.faults = read_faults(*f, s.fabric.mtu);
   if (auto f = section(root, "telemetry")) s.telemetry = read_telemetry(*f);
   if (auto f = section(root, "placement")) s.placement = read_placement(*f);

@@ -41,6 +41,7 @@ void LinkShape::merge(const LinkShape& over) {
   take_if_set(ecn_threshold_ns, over.ecn_threshold_ns);
   take_if_set(ecn_threshold_bytes, over.ecn_threshold_bytes);
   take_if_set(down, over.down);
+  take_if_set(pfc, over.pfc);
 }
 
 std::string LinkShape::str() const {
@@ -63,8 +64,17 @@ std::string LinkShape::str() const {
         percent(loss_burst->loss_good) + "}");
   if (queue_ns) add("queue " + format_time_ns(*queue_ns));
   if (queue_bytes) add("queue " + format_size(*queue_bytes));
-  if (ecn_threshold_ns) add("ecn_threshold " + format_time_ns(*ecn_threshold_ns));
-  if (ecn_threshold_bytes) add("ecn_threshold " + format_size(*ecn_threshold_bytes));
+  if (ecn_threshold_ns.value_or(0)) add("ecn_threshold " + format_time_ns(*ecn_threshold_ns));
+  if (ecn_threshold_bytes.value_or(0)) add("ecn_threshold " + format_size(*ecn_threshold_bytes));
+  // A live change's zero turns it off.
+  if ((ecn_threshold_ns || ecn_threshold_bytes) && !ecn_threshold_ns.value_or(0) &&
+      !ecn_threshold_bytes.value_or(0))
+    add("ecn_threshold off");
+  if (pfc && pfc->xoff_bytes)
+    add("pfc {xoff " + format_size(pfc->xoff_bytes) + ", xon " + format_size(pfc->xon_bytes) +
+        (pfc->watchdog_ns ? ", watchdog " + format_time_ns(pfc->watchdog_ns) : "") + "}");
+  else if (pfc)
+    add("pfc off");
   return out;
 }
 

@@ -28,6 +28,16 @@ struct BurstLoss {
   bool operator==(const BurstLoss&) const = default;
 };
 
+// Priority flow control of the lossless class on one direction: the buffer the receiving end
+// keeps for frames from this link pauses the sender's class from `xoff_bytes` until it drains
+// to `xon_bytes`. xoff_bytes 0: off.
+struct PfcShape {
+  uint64_t xoff_bytes = 0;
+  uint64_t xon_bytes = 0;
+  uint64_t watchdog_ns = 0;  // a pause longer than this drops the class instead; 0: no watchdog
+  bool operator==(const PfcShape&) const = default;
+};
+
 struct LinkShape {
   std::optional<uint64_t> rate_bps;
   std::optional<uint64_t> delay_ns;
@@ -40,6 +50,7 @@ struct LinkShape {
   std::optional<uint64_t> ecn_threshold_ns;
   std::optional<uint64_t> ecn_threshold_bytes;  // the same as a backlog, like a switch's K
   std::optional<bool> down;
+  std::optional<PfcShape> pfc;
 
   // Fields set in `over` replace ours.
   void merge(const LinkShape& over);
@@ -106,6 +117,18 @@ struct FabricSpec {
   OvsDatapath ovs_datapath = OvsDatapath::Auto;  // with switch_kind Ovs only
   EcmpHash ecmp_hash = EcmpHash::L4;
   uint32_t mtu = 1500;
+  static constexpr uint16_t kRoceV2UdpPort = 4791;  // IANA's, RoCEv2's only
+  // The lossless class PFC protects: frames to UDP port `udp_port` (RoCEv2: 4791) or with a
+  // DSCP in `dscp`. Unset: RoCEv2 when a link has PFC.
+  struct Lossless {
+    uint16_t udp_port = 0;
+    std::vector<int> dscp;
+    bool operator==(const Lossless&) const = default;
+  };
+  std::optional<Lossless> lossless;
+  // The class in force: RoCEv2 unless the scenario says otherwise, so that PFC set on a live
+  // link has a class to protect.
+  Lossless lossless_class() const { return lossless.value_or(Lossless{kRoceV2UdpPort, {}}); }
 };
 
 // Container limits of a host (cgroup). Unset = unlimited.
@@ -124,6 +147,9 @@ struct HostsSpec {
   // The hosts' TCP congestion control ("cubic", "dctcp", ...); empty: the machine's default,
   // which differs between machines (bbr here, cubic in Debian's kernels).
   std::string tcp_congestion;
+  // The hosts ask for ECN on their TCP connections (net.ipv4.tcp_ecn = 1), so that the links'
+  // CE marks reach the senders; unset: the kernel's default (ECN only when the peer asks).
+  std::optional<bool> tcp_ecn;
   struct Override {
     std::string host;
     HostLimits limits;
@@ -160,8 +186,33 @@ struct ExecStep {
   std::vector<std::string> command;
 };
 
+// N senders to one receiver at once (iperf3 TCP or UDP, or RDMA writes with ib_write_bw), and
+// optionally a victim flow elsewhere that shares a link with them: what incast does to the
+// receiver's goodput, to the fabric (drops, or PFC pauses spreading upstream) and to flows
+// that never touched the hot spot.
+struct IncastStep {
+  std::vector<std::string> senders;
+  std::string receiver;
+  std::string transport = "tcp";     // tcp | udp | rdma
+  uint64_t duration_ns = 0;          // of the real fabric
+  std::optional<uint64_t> rate_bps;  // udp: each sender's offered rate (unset: the receiver's
+                                     // link rate, so N senders offer N times what it takes)
+  std::optional<int> dscp;           // of the flows (unset: the lossless class's first DSCP)
+  struct Victim {
+    std::string from, to;
+  };
+  std::optional<Victim> victim;  // TCP, in the same class as the incast
+};
+
+// Changes live links between steps, as `fabemu link set` would: every link (`all`), a class
+// ("leaf-spine") or one link ("leaf1:spine1", "leaf1>spine1").
+struct LinksStep {
+  std::string select = "all";
+  LinkShape set;
+};
+
 struct WorkloadStep {
-  std::variant<CollectiveStep, ExecStep> step;
+  std::variant<CollectiveStep, ExecStep, IncastStep, LinksStep> step;
   std::optional<uint64_t> timeout_ns;  // unset: the runner's default
   SourceLoc loc;
 };

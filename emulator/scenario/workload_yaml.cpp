@@ -141,23 +141,89 @@ FaultEvent read_fault(const Field& item, uint32_t mtu) {
   return ev;
 }
 
+// incast: {senders: [h2, h3, h4, h5], receiver: h1, transport: tcp, duration: 2ms,
+//          victim: {from: h6, to: h8}}
+IncastStep read_incast(const Field& item) {
+  item.check_keys({"incast"});
+  const Field f = item.at("incast");
+  f.check_keys(
+      {"senders", "receiver", "transport", "duration", "rate", "dscp", "victim", "timeout"});
+  IncastStep s;
+  const Field senders = f.at("senders", "a list of hosts, e.g. [h2, h3, h4, h5]");
+  if (!senders.is_sequence()) senders.fail("a list of hosts, e.g. [h2, h3, h4, h5]");
+  for (const Field& h : senders.items()) s.senders.push_back(h.str());
+  if (s.senders.empty()) senders.fail("at least one sender");
+  s.receiver = f.at("receiver", "a host, e.g. h1").str();
+  for (const std::string& h : s.senders)
+    if (h == s.receiver) senders.fail(h + " is the receiver; it cannot send to itself");
+  if (auto t = f.find("transport")) s.transport = t->one_of({"tcp", "udp", "rdma"});
+  const Field d = f.at("duration", "of the real fabric, e.g. 2ms");
+  s.duration_ns = d.parsed(parse_time_ns);
+  if (s.duration_ns == 0) d.fail("an incast lasts some time, e.g. 2ms");
+  if (auto r = f.find("rate")) {
+    if (s.transport != "udp")
+      r->fail(
+          "rate is udp's offered rate per sender; tcp and rdma send "
+          "as fast as the fabric lets them");
+    s.rate_bps = r->parsed(parse_rate);
+  }
+  if (auto q = f.find("dscp")) {
+    if (s.transport == "rdma") q->fail("rdma's traffic class is rxe's (RoCEv2, UDP 4791)");
+    s.dscp = static_cast<int>(q->integer(0, 63));
+  }
+  if (auto v = f.find("victim")) {
+    v->check_keys({"from", "to"});
+    s.victim = IncastStep::Victim{v->at("from").str(), v->at("to").str()};
+    if (s.victim->from == s.victim->to) v->at("to").fail("a flow joins two different hosts");
+  }
+  return s;
+}
+
+// links: {select: all, set: {pfc: off}}
+LinksStep read_links_step(const Field& item, uint32_t mtu) {
+  item.check_keys({"links"});
+  const Field f = item.at("links");
+  f.check_keys({"select", "set"});
+  LinksStep s;
+  if (auto sel = f.find("select")) s.select = sel->str();
+  s.set = read_link_change(f.at("set", "link-shape settings, e.g. {pfc: off}"), mtu);
+  return s;
+}
+
 }  // namespace
 
-std::vector<WorkloadStep> read_workload(const Field& list) {
+std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu) {
   std::vector<WorkloadStep> steps;
   for (const Field& item : list.items()) {
-    bool collective = item.has("collective"), exec = item.has("exec");
-    if (collective == exec) {
-      item.fail(std::string(collective ? "both 'collective' and 'exec'"
-                                       : "neither 'collective' nor 'exec'") +
-                "; a workload step is either {collective: allreduce, ...} or "
-                "{exec: {hosts: all, command: [...]}}");
+    const bool collective = item.has("collective"), exec = item.has("exec"),
+               incast = item.has("incast"), links = item.has("links");
+    const int kinds = collective + exec + incast + links;
+    if (kinds != 1) {
+      std::string given;
+      for (const char* k : {"collective", "exec", "incast", "links"})
+        if (item.has(k)) given += std::string(given.empty() ? "" : " and ") + "'" + k + "'";
+      item.fail((kinds == 0   ? std::string("none of 'collective', 'exec', 'incast' or 'links'")
+                 : kinds == 2 ? "both " + given
+                              : given) +
+                "; a workload step is {collective: allreduce, ...}, {exec: {hosts: all, "
+                "command: [...]}}, {incast: {senders: [...], receiver: h1, ...}} or {links: "
+                "{select: all, set: {...}}}");
+    }
+    if (links) {
+      WorkloadStep step;
+      step.loc = item.loc();
+      step.step = read_links_step(item, mtu);
+      steps.push_back(std::move(step));
+      continue;
     }
     WorkloadStep step;
     step.loc = item.loc();
     if (collective) {
       step.step = read_collective(item);
       step.timeout_ns = read_timeout(item);
+    } else if (incast) {
+      step.step = read_incast(item);
+      step.timeout_ns = read_timeout(item.at("incast"));
     } else {
       step.step = read_exec(item);
       step.timeout_ns = read_timeout(item.at("exec"));

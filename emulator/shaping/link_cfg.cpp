@@ -43,7 +43,35 @@ fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer) {
   if (shape.down.value_or(false)) cfg.flags |= FABEMU_LINK_DOWN;
   if (!shape.reorder.value_or(true)) cfg.flags |= FABEMU_LINK_NO_REORDER;
   if (policer) cfg.flags |= FABEMU_LINK_POLICER;
+  if (shape.pfc) {
+    cfg.pfc_xoff_bytes = shape.pfc->xoff_bytes;
+    cfg.pfc_xon_bytes = shape.pfc->xon_bytes;
+    cfg.pfc_watchdog_ns = shape.pfc->watchdog_ns;
+  }
   return cfg;
+}
+
+fabemu_link_cfg to_cfg(const ShapePort& port) {
+  fabemu_link_cfg cfg = to_cfg(port.shape, port.seed, port.policer);
+  cfg.lossless_udp_port = port.lossless.udp_port;
+  for (int d : port.lossless.dscp) cfg.lossless_dscp |= 1ULL << (d & 63);
+  if (port.pfc_peer && cfg.pfc_xoff_bytes) {
+    cfg.pfc_peer = port.pfc_peer;
+    // The buffer's bytes leave in slots of an eighth of Xoff's drain time at the link's rate,
+    // so that FABEMU_PFC_SLOTS of them see four times Xoff drain (an incast's backlog).
+    const uint64_t drain_ns =
+        cfg.rate_bps ? static_cast<uint64_t>(static_cast<long double>(cfg.pfc_xoff_bytes) * 8e9L /
+                                             static_cast<long double>(cfg.rate_bps))
+                     : 0;
+    cfg.pfc_slot_ns = std::max<uint64_t>(drain_ns / 8, 1000);
+  } else {
+    cfg.pfc_xoff_bytes = cfg.pfc_xon_bytes = cfg.pfc_watchdog_ns = 0;
+  }
+  return cfg;
+}
+
+fabemu_pfc_cfg pfc_buffer_cfg(const fabemu_link_cfg& cfg) {
+  return {cfg.pfc_xoff_bytes, cfg.pfc_xon_bytes, cfg.pfc_slot_ns};
 }
 
 void set_gilbert_elliott(fabemu_link_cfg& cfg, const BurstLoss& ge) {
@@ -75,6 +103,8 @@ LinkShape to_shape(const fabemu_link_cfg& cfg) {
   }
   if (cfg.flags & FABEMU_LINK_DOWN) s.down = true;
   if (cfg.flags & FABEMU_LINK_NO_REORDER) s.reorder = false;
+  if (cfg.pfc_xoff_bytes)
+    s.pfc = PfcShape{cfg.pfc_xoff_bytes, cfg.pfc_xon_bytes, cfg.pfc_watchdog_ns};
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "ebpf/link_shaper.h"
+#include "plan/plan.h"
 #include "plan/port_params.h"
 #include "scenario/scenario.h"
 
@@ -20,6 +21,10 @@ double probability_of(uint32_t p);
 // the queue (kDefaultQueueNs when there is a rate). `policer`: the kernel has no fq, so the
 // program polices a virtual queue instead of scheduling departures (no added delay).
 fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer);
+// The same for a planned port: with PFC, its peer and the lab's lossless class.
+fabemu_link_cfg to_cfg(const ShapePort& port);
+// The buffer the far end of a PFC port keeps for it (fabemu_pfc_cfg[port.pfc_peer]).
+fabemu_pfc_cfg pfc_buffer_cfg(const fabemu_link_cfg& cfg);
 
 // Switches `cfg` from Bernoulli loss to Gilbert-Elliott.
 void set_gilbert_elliott(fabemu_link_cfg& cfg, const BurstLoss& ge);

@@ -68,8 +68,9 @@ Result<LinkShaper> LinkShaper::load(const ShaperOptions& options) {
   if (!skel) return errno_error("opening the link shaper BPF object");
   if (!options.pin_dir.empty()) {
     FABEMU_TRY(make_pin_dir(options.pin_dir));
-    for (bpf_map* map : {skel->maps.fabemu_cfg, skel->maps.fabemu_state, skel->maps.fabemu_counters,
-                         skel->maps.fabemu_ports}) {
+    for (bpf_map* map :
+         {skel->maps.fabemu_cfg, skel->maps.fabemu_state, skel->maps.fabemu_counters,
+          skel->maps.fabemu_ports, skel->maps.fabemu_pfc_cfg, skel->maps.fabemu_pfc_state}) {
       std::string path = options.pin_dir + "/" + bpf_map__name(map);
       if (int err = bpf_map__set_pin_path(map, path.c_str()); err < 0)
         return make_error("setting the pin path " + path, -err);
@@ -99,6 +100,12 @@ int LinkShaper::counters_fd() const {
 }
 int LinkShaper::ports_fd() const {
   return bpf_map__fd(skel_->maps.fabemu_ports);
+}
+int LinkShaper::pfc_cfg_fd() const {
+  return bpf_map__fd(skel_->maps.fabemu_pfc_cfg);
+}
+int LinkShaper::pfc_state_fd() const {
+  return bpf_map__fd(skel_->maps.fabemu_pfc_state);
 }
 
 Result<ShaperAttachment> LinkShaper::attach(const std::string& netns_path,
@@ -130,6 +137,27 @@ Result<void> LinkShaper::set(uint32_t ifindex, const LinkShape& shape, uint64_t 
   return set(ifindex, to_cfg(shape, seed, policer));
 }
 
+Result<void> LinkShaper::set(const ShapePort& port) {
+  const fabemu_link_cfg cfg = to_cfg(port);
+  const std::string what = "setting PFC of " + port.direction;
+  // The far end's buffer exists before the port looks it up; a port that had PFC and has none
+  // now leaves no buffer behind.
+  if (cfg.pfc_peer) {
+    fabemu_pfc_state state{};
+    FABEMU_TRY(create_if_absent(pfc_state_fd(), cfg.pfc_peer, &state, what + ": its buffer"));
+    const fabemu_pfc_cfg buffer = pfc_buffer_cfg(cfg);
+    if (int err = bpf_map_update_elem(pfc_cfg_fd(), &cfg.pfc_peer, &buffer, BPF_ANY); err < 0)
+      return make_error(what, -err);
+  }
+  auto before = get(port.ifindex);
+  FABEMU_TRY(set(port.ifindex, cfg));
+  if (before && before->pfc_peer && !cfg.pfc_peer) {
+    FABEMU_TRY(delete_if_present(pfc_cfg_fd(), before->pfc_peer, what));
+    FABEMU_TRY(delete_if_present(pfc_state_fd(), before->pfc_peer, what));
+  }
+  return ok();
+}
+
 Result<fabemu_link_cfg> LinkShaper::get(uint32_t ifindex) const {
   fabemu_link_cfg cfg{};
   if (int err = bpf_map_lookup_elem(cfg_fd(), &ifindex, &cfg); err < 0)
@@ -139,7 +167,12 @@ Result<fabemu_link_cfg> LinkShaper::get(uint32_t ifindex) const {
 
 Result<void> LinkShaper::remove(uint32_t ifindex) {
   const std::string what = "removing the shape of " + port(ifindex);
+  auto before = get(ifindex);
   FABEMU_TRY(delete_if_present(cfg_fd(), ifindex, what));  // first: the datapath stops here
+  if (before && before->pfc_peer) {
+    FABEMU_TRY(delete_if_present(pfc_cfg_fd(), before->pfc_peer, what + ": its PFC"));
+    FABEMU_TRY(delete_if_present(pfc_state_fd(), before->pfc_peer, what + ": its PFC"));
+  }
   FABEMU_TRY(delete_if_present(state_fd(), ifindex, what + ": its state"));
   FABEMU_TRY(delete_if_present(counters_fd(), ifindex, what + ": its counters"));
   return ok();
@@ -167,6 +200,10 @@ Result<LinkCounters> LinkShaper::counters(uint32_t ifindex) const {
     sum.drop_loss += c.drop_loss;
     sum.drop_queue += c.drop_queue;
     sum.ce_marks += c.ce_marks;
+    sum.lossless_packets += c.lossless_packets;
+    sum.pause_ns += c.pause_ns;
+    sum.pause_events += c.pause_events;
+    sum.drop_watchdog += c.drop_watchdog;
     for (size_t i = 0; i < sum.queue_delay_hist.size(); ++i)
       sum.queue_delay_hist[i] += c.queue_delay_hist[i];
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ebpf/link_shaper.h"
+#include "plan/plan.h"
 #include "scenario/scenario.h"
 #include "shaping/attachment.h"
 #include "util/result.h"
@@ -23,8 +24,10 @@ struct LinkCounters {
   uint64_t drop_down = 0, drop_loss = 0, drop_queue = 0;
   uint64_t ce_marks = 0;
   std::array<uint64_t, FABEMU_HIST_BUCKETS> queue_delay_hist{};  // see ebpf/link_shaper.h
+  // PFC of the lossless class (see ebpf/link_shaper.h).
+  uint64_t lossless_packets = 0, pause_ns = 0, pause_events = 0, drop_watchdog = 0;
 
-  uint64_t drops() const { return drop_down + drop_loss + drop_queue; }
+  uint64_t drops() const { return drop_down + drop_loss + drop_queue + drop_watchdog; }
 };
 
 // A port somebody attached to, as recorded in the ports map.
@@ -64,6 +67,9 @@ class LinkShaper {
   // virtual clock and loss sequence carry on unless the seed changes.
   Result<void> set(uint32_t ifindex, const fabemu_link_cfg& cfg);
   Result<void> set(uint32_t ifindex, const LinkShape& shape, uint64_t seed, bool policer);
+  // A planned port's shape, with PFC: the buffer its far end keeps for it is configured (and
+  // forgotten when PFC goes off).
+  Result<void> set(const ShapePort& port);
   Result<fabemu_link_cfg> get(uint32_t ifindex) const;
   // Stops shaping the port (its packets pass untouched) and forgets its state and counters.
   Result<void> remove(uint32_t ifindex);
@@ -93,6 +99,8 @@ class LinkShaper {
   int state_fd() const;
   int counters_fd() const;
   int ports_fd() const;
+  int pfc_cfg_fd() const;
+  int pfc_state_fd() const;
 
   std::unique_ptr<link_shaper, Destroy> skel_;
   std::string pin_dir_;

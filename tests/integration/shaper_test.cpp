@@ -107,10 +107,12 @@ class ShaperTest : public ::testing::Test {
     shaper_.emplace(std::move(*s));
   }
 
-  Verdict run(const std::vector<uint8_t>& frame, uint32_t ifindex = kLo, uint64_t tstamp = 0) {
+  Verdict run(const std::vector<uint8_t>& frame, uint32_t ifindex = kLo, uint64_t tstamp = 0,
+              uint32_t ingress_ifindex = 0) {
     __sk_buff ctx{}, ctx_out{};
     ctx.ifindex = ifindex;
     ctx.tstamp = tstamp;
+    ctx.ingress_ifindex = ingress_ifindex;
     Verdict v;
     v.frame.resize(frame.size() + 64);
     bpf_test_run_opts opts{};
@@ -200,6 +202,135 @@ fabemu_link_cfg unqueued(uint64_t rate_bps, uint64_t delay_ns = 0) {
   fabemu_link_cfg cfg = to_cfg(s, 1, false);
   cfg.queue_ns = 0;
   return cfg;
+}
+
+// A RoCEv2 frame (UDP to 4791): the default lossless class.
+std::vector<uint8_t> roce_frame(size_t size) {
+  std::vector<uint8_t> f = udp_frame(size);
+  const uint16_t port = htons(4791);
+  std::memcpy(f.data() + sizeof(ethhdr) + sizeof(iphdr) + 2, &port, 2);
+  return f;
+}
+
+// PFC on a port whose far end is kBuffer: a 1 Mbit/s link with Xoff 8000 and Xon 3000 bytes, so
+// that the buffer's slots are 8 ms (an eighth of Xoff's drain time) and a 1000-byte frame takes
+// 8 ms to send.
+constexpr uint32_t kBuffer = 4000;  // any key: the buffer is a map entry, not a device
+
+ShapePort pfc_port(uint64_t watchdog_ns = 0) {
+  ShapePort p;
+  p.ifindex = kLo;
+  p.direction = "h1>leaf1";
+  p.seed = 1;
+  p.shape.rate_bps = 1'000'000;
+  p.shape.pfc = PfcShape{8000, 3000, watchdog_ns};
+  p.pfc_peer = kBuffer;
+  p.lossless.udp_port = 4791;
+  return p;
+}
+
+class PfcTest : public ShaperTest {
+ protected:
+  // Fills the far end's buffer: ten lossless 1000-byte frames that came in over kBuffer leave
+  // the far switch through a 1 Mbit/s port (this one, configured as that port for the moment)
+  // 8 ms apart: 10000 bytes, over Xoff, draining to Xon ~56 ms from now. Then makes this port
+  // the PFC port again. Returns when the fill began.
+  uint64_t fill_far_buffer(const ShapePort& port) {
+    auto r = shaper_->set(port);
+    EXPECT_TRUE(r) << r.error().what();
+    auto pfc = shaper_->get(kLo);
+    EXPECT_TRUE(pfc);
+    if (!r || !pfc) return 0;
+    fabemu_link_cfg egress = unqueued(1'000'000);
+    egress.lossless_udp_port = 4791;
+    egress.queue_bytes = 2000;  // lossy frames beyond two drop; lossless ones from kBuffer not
+    set(egress);
+    const uint64_t t0 = mono_ns();
+    for (int i = 0; i < 10; ++i)
+      EXPECT_EQ(run(roce_frame(1000), kLo, 0, kBuffer).action, TC_ACT_OK) << "lossless frame " << i;
+    EXPECT_EQ(run(udp_frame(1000), kLo, 0, kBuffer).action, TC_ACT_SHOT) << "a lossy frame";
+    EXPECT_EQ(counters().drop_queue, 1u);
+    EXPECT_EQ(counters().lossless_packets, 10u);
+    set(*pfc);
+    EXPECT_TRUE(shaper_->reset_state(kLo));
+    return t0;
+  }
+};
+
+TEST_F(PfcTest, APausedBufferHoldsTheLosslessClassUntilXonAndNotTheOthers) {
+  const ShapePort port = pfc_port();
+  const uint64_t t0 = fill_far_buffer(port);
+  // The buffer is over Xoff: a lossless frame waits until it has drained to Xon (7 of its 10
+  // frames gone, 56 ms, to a slot of 8 ms), then takes its own 8 ms.
+  const Verdict held = run(roce_frame(1000));
+  ASSERT_EQ(held.action, TC_ACT_OK);
+  EXPECT_GE(held.tstamp, t0 + 48'000'000 + 8'000'000);
+  EXPECT_LE(held.tstamp, t0 + 72'000'000 + 8'000'000);
+  // Other classes keep the link: a lossy frame leaves after its own 8 ms.
+  const uint64_t before = mono_ns();
+  const Verdict lossy = run(udp_frame(1000));
+  ASSERT_EQ(lossy.action, TC_ACT_OK);
+  EXPECT_LE(lossy.tstamp, mono_ns() + 8'000'000);
+  EXPECT_GE(lossy.tstamp, before + 8'000'000);
+  // The next lossless frame queues behind the held one, in order; the pause is one XOFF.
+  const Verdict next = run(roce_frame(1000));
+  EXPECT_EQ(next.tstamp, held.tstamp + 8'000'000);
+  const LinkCounters c = counters();
+  EXPECT_EQ(c.pause_events, 1u);
+  EXPECT_GE(c.pause_ns, 40'000'000u);
+  EXPECT_LE(c.pause_ns, 72'000'000u);
+  EXPECT_EQ(c.lossless_packets, 10u + 2u);  // the fill's ten, then these two
+  EXPECT_EQ(c.drops(), 1u);                 // the fill's lossy frame
+}
+
+TEST_F(PfcTest, ThePauseLastsFromXoffDownToXon) {
+  const ShapePort port = pfc_port();
+  const uint64_t t0 = fill_far_buffer(port);
+  // ~28 ms on, 6-7 frames are left (6000-7000 bytes): under Xoff, but the pause holds until Xon.
+  std::this_thread::sleep_until(
+      std::chrono::steady_clock::time_point(std::chrono::nanoseconds(t0 + 28'000'000)));
+  if (mono_ns() < t0 + 40'000'000) {  // a slow machine overslept: nothing left to see
+    const Verdict v = run(roce_frame(1000));
+    EXPECT_GE(v.tstamp, t0 + 48'000'000 + 8'000'000) << "released above Xon";
+  }
+  // After 80 ms the buffer is empty: no pause.
+  std::this_thread::sleep_until(
+      std::chrono::steady_clock::time_point(std::chrono::nanoseconds(t0 + 90'000'000)));
+  EXPECT_TRUE(shaper_->reset_state(kLo));
+  const uint64_t before = mono_ns();
+  const Verdict free = run(roce_frame(1000));
+  EXPECT_LE(free.tstamp, mono_ns() + 8'000'000);
+  EXPECT_GE(free.tstamp, before + 8'000'000);
+}
+
+TEST_F(PfcTest, TheWatchdogDropsAClassPausedTooLong) {
+  const ShapePort port = pfc_port(/*watchdog_ns=*/20'000'000);
+  fill_far_buffer(port);
+  // The pause would last ~56 ms, more than the watchdog's 20: the class is dropped, the
+  // others not.
+  EXPECT_EQ(run(roce_frame(1000)).action, TC_ACT_SHOT);
+  EXPECT_EQ(run(roce_frame(1000)).action, TC_ACT_SHOT);
+  EXPECT_EQ(run(udp_frame(1000)).action, TC_ACT_OK);
+  const LinkCounters c = counters();
+  EXPECT_EQ(c.drop_watchdog, 2u);
+  EXPECT_EQ(c.drop_queue, 1u);  // the fill's lossy frame
+}
+
+TEST_F(PfcTest, PfcOffForgetsTheBuffer) {
+  ShapePort port = pfc_port();
+  ASSERT_TRUE(shaper_->set(port));
+  port.shape.pfc = PfcShape{};
+  port.pfc_peer = 0;
+  ASSERT_TRUE(shaper_->set(port));
+  auto cfg = shaper_->get(kLo);
+  ASSERT_TRUE(cfg);
+  EXPECT_EQ(cfg->pfc_peer, 0u);
+  EXPECT_EQ(cfg->pfc_xoff_bytes, 0u);
+  // With no buffer behind it, a lossless frame is not held.
+  const uint64_t before = mono_ns();
+  const Verdict v = run(roce_frame(1000));
+  EXPECT_GE(v.tstamp, before + 8'000'000);
+  EXPECT_LE(v.tstamp, mono_ns() + 8'000'000);
 }
 
 TEST_F(ShaperTest, DeparturesAreSpacedBySerializationTimePlusDelay) {

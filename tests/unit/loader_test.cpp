@@ -1,6 +1,7 @@
 // Tests of the scenario loader: the documented example, the shipped scenarios, every section's
 // checks, and a corpus of malformed files whose errors must name file, line, column and field.
 #include "scenario/loader.h"
+#include "scenario/link_shape_text.h"
 
 #include <gtest/gtest.h>
 
@@ -426,6 +427,67 @@ INSTANTIATE_TEST_SUITE_P(Corpus, BadScenario, testing::ValuesIn(bad_files()),
 
 TEST(BadScenarioCorpus, IsLargeEnough) {
   EXPECT_GE(bad_files().size(), 20u);
+}
+
+}  // namespace
+}  // namespace fabemu
+
+namespace fabemu {
+namespace {
+
+const char kPfcLab[] =
+    "name: t\ntopology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2}\n";
+
+TEST(LoaderPfc, ThresholdsPerLinkAndTheLosslessClass) {
+  auto s = load_scenario_string(std::string(kPfcLab) +
+                                    "fabric: {lossless: {udp_port: 4791, dscp: [26, 46]}}\n"
+                                    "links:\n  default: {rate: 25gbit, pfc: {xoff: 200K, xon: "
+                                    "150K, watchdog: 1ms}}\n  overrides:\n    - {link: "
+                                    "leaf1:spine1, pfc: off}\n",
+                                "test.yaml");
+  ASSERT_TRUE(s) << s.error().what();
+  ASSERT_TRUE(s->fabric.lossless);
+  EXPECT_EQ(s->fabric.lossless->udp_port, 4791);
+  EXPECT_EQ(s->fabric.lossless->dscp, (std::vector<int>{26, 46}));
+  ASSERT_TRUE(s->links.defaults.pfc);
+  EXPECT_EQ(*s->links.defaults.pfc, (PfcShape{200 * 1024, 150 * 1024, 1'000'000}));
+  EXPECT_EQ(s->links.defaults.str(), "rate 25gbit, pfc {xoff 200K, xon 150K, watchdog 1ms}");
+  ASSERT_EQ(s->links.overrides.size(), 1u);
+  EXPECT_EQ(s->links.overrides[0].shape.pfc, PfcShape{});  // off
+  // Without `lossless`, the class is RoCEv2.
+  auto r = load_scenario_string(std::string(kPfcLab) + "fabric: {lossless: roce}\n", "t.yaml");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->fabric.lossless_class().udp_port, 4791);
+  EXPECT_EQ(load_scenario_string(kPfcLab, "t.yaml")->fabric.lossless_class().udp_port, 4791);
+}
+
+TEST(LoaderPfc, BadThresholdsNameTheField) {
+  EXPECT_EQ(load_error(std::string(kPfcLab) + "links: {default: {pfc: {xoff: 100K, xon: 150K}}}\n"),
+            "test.yaml:3:42: links.default.pfc.xon: xon (153600 bytes) must be below xoff "
+            "(102400 bytes): the pause ends when the buffer has drained to xon, e.g. xoff 200K, "
+            "xon 150K");
+  EXPECT_NE(load_error(std::string(kPfcLab) + "links: {default: {pfc: {xoff: 1K, xon: 0}}}\n")
+                .find("links.default.pfc.xoff: xoff of 1024 bytes is below one 1500-byte frame"),
+            std::string::npos);
+  EXPECT_NE(
+      load_error(std::string(kPfcLab) + "links: {default: {pfc: {xoff: 200K}}}\n").find("pfc.xon"),
+      std::string::npos);
+  EXPECT_NE(load_error(std::string(kPfcLab) + "fabric: {lossless: {dscp: [64]}}\n")
+                .find("fabric.lossless.dscp[0]"),
+            std::string::npos);
+  EXPECT_NE(load_error(std::string(kPfcLab) + "fabric: {lossless: iwarp}\n")
+                .find("the lossless class is roce"),
+            std::string::npos);
+}
+
+TEST(LoaderPfc, LiveChangesTakeTheSameThresholds) {
+  LinkShape s;
+  EXPECT_TRUE(set_link_shape_field(s, "pfc", "200K,150K,1ms", 1500, ShapeSyntax::Change));
+  EXPECT_EQ(s.pfc, (PfcShape{200 * 1024, 150 * 1024, 1'000'000}));
+  EXPECT_TRUE(set_link_shape_field(s, "pfc", "off", 1500, ShapeSyntax::Change));
+  EXPECT_EQ(s.pfc, PfcShape{});
+  EXPECT_FALSE(set_link_shape_field(s, "pfc", "100K,150K", 1500, ShapeSyntax::Change));
+  EXPECT_FALSE(set_link_shape_field(s, "pfc", "200K", 1500, ShapeSyntax::Change));
 }
 
 }  // namespace

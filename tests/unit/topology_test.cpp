@@ -1,7 +1,10 @@
 // Generators, link-shape resolution and name checks of the topology model.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "fake_lab.h"
+#include "model/fair_share.h"
 #include "model/generators.h"
 #include "model/topology.h"
 #include "scenario/loader.h"
@@ -151,6 +154,52 @@ hosts:
   EXPECT_DOUBLE_EQ(*h1.limits.cpu, 1.0);
   EXPECT_DOUBLE_EQ(*h2.limits.cpu, 0.25);
   EXPECT_EQ(*h2.limits.memory_bytes, 1ull << 30);
+}
+
+}  // namespace
+}  // namespace fabemu
+
+namespace fabemu {
+namespace {
+
+// Four senders into one host's 100 Gbit/s link take 25 each; a fifth flow that shares the
+// senders' leaf uplink but goes elsewhere gets what the incast leaves of that uplink.
+TEST(FairShare, AnIncastSharesTheReceiversLinkAndLeavesTheRestToOthers) {
+  auto s = load_scenario_string(
+      "name: t\ntopology: {kind: leaf-spine, leaves: 3, spines: 1, hosts_per_leaf: 3}\n"
+      "links: {default: {rate: 100gbit}}\n",
+      "t.yaml");
+  ASSERT_TRUE(s);
+  auto t = build_topology(*s);
+  ASSERT_TRUE(t) << t.error().what();
+  auto h = [&](const char* name) { return t->find(name); };
+  // h1, h2 on leaf1; h4, h5, h6 on leaf2; h7 on leaf3. Incast h4, h5, h2 -> h1 (a third each
+  // of h1's link); the victim h6 -> h7 shares leaf2's uplink with two of them.
+  const auto rates = max_min_rates(
+      *t, {{h("h4"), h("h1")}, {h("h5"), h("h1")}, {h("h2"), h("h1")}, {h("h6"), h("h7")}});
+  ASSERT_EQ(rates.size(), 4u);
+  for (int f = 0; f < 3; ++f) EXPECT_NEAR(rates[f], 100e9 / 3, 1e3) << f;
+  // leaf2's uplink carries two thirds of the incast: a third is left for the victim.
+  EXPECT_NEAR(rates[3], 100e9 / 3, 1e3);
+}
+
+TEST(FairShare, EcmpSpreadsAFlowOverEverySpine) {
+  auto s = load_scenario_string(
+      "name: t\ntopology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}\n"
+      "links:\n  default: {rate: 100gbit}\n  leaf-spine: {rate: 25gbit}\n",
+      "t.yaml");
+  ASSERT_TRUE(s);
+  auto t = build_topology(*s);
+  ASSERT_TRUE(t);
+  // One flow across: two 25 Gbit/s uplinks at half each fill at 50.
+  const auto rates = max_min_rates(*t, {{t->find("h1"), t->find("h3")}});
+  EXPECT_NEAR(rates[0], 50e9, 1e3);
+  // Unlimited links: infinity.
+  auto u = load_scenario_string(
+      "name: t\ntopology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}\n", "t.yaml");
+  auto tu = build_topology(*u);
+  EXPECT_EQ(max_min_rates(*tu, {{tu->find("h1"), tu->find("h2")}})[0],
+            std::numeric_limits<double>::infinity());
 }
 
 }  // namespace

@@ -1,0 +1,307 @@
+// The incast step: servers in the receiver (and the victim's far end), every client at once.
+#include "runtime/incast.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+#include "model/fair_share.h"
+#include "runtime/spawn.h"
+#include "util/json.h"
+#include "util/proc_net.h"
+#include "util/units.h"
+
+namespace fabemu {
+namespace {
+
+constexpr int kIperfPort = 5201;
+constexpr int kVictimPort = 5301;
+constexpr int kPerftestPort = 18515;
+
+struct Pair {
+  FlowResult flow;
+  int server_node = -1, client_node = -1;
+  int port = 0;
+  std::vector<std::string> server_argv, client_argv;
+  CommandOutcome outcome;
+};
+
+// The rate the receiving host's link delivers to it, in the real fabric.
+uint64_t receiver_rate(const LabModel& m, int host) {
+  const Topology& t = m.topo;
+  const int l = t.links_of(host).front();
+  const LinkShape& in = t.links[l].a.node == host ? t.links[l].b_to_a : t.links[l].a_to_b;
+  return in.rate_bps.value_or(0);
+}
+
+// ib_write_bw's result line follows its header: "#bytes #iterations BW peak[Gb/sec] BW
+// average[Gb/sec] MsgRate[Mpps]".
+std::optional<double> perftest_gbps(const std::string& out) {
+  std::istringstream lines(out);
+  bool header = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("BW average") != std::string::npos) {
+      header = true;
+      continue;
+    }
+    if (!header) continue;
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    if (w.size() >= 4) return std::strtod(w[3].c_str(), nullptr);
+  }
+  return std::nullopt;
+}
+
+// iperf3 -J: what the receiver got, the sender's retransmissions, UDP's loss.
+void read_iperf(const std::string& out, double factor, FlowResult& f) {
+  const Json j = Json::parse(out, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("end")) {
+    f.failure = "iperf3 printed no report";
+    if (j.is_object() && j.contains("error")) f.failure += ": " + j["error"].get<std::string>();
+    return;
+  }
+  const Json& end = j["end"];
+  // The receiver's own figures (--get-server-output): what arrived, over the time it arrived
+  // in; a UDP sender's rate says nothing about what got through.
+  const Json server = j.contains("server_output_json") ? j["server_output_json"] : Json();
+  const Json& got = server.is_object() && server.contains("end") ? server["end"] : end;
+  if (got.contains("sum_received"))
+    f.bps = got["sum_received"].value("bits_per_second", 0.0) * factor;
+  else if (got.contains("sum"))
+    f.bps = got["sum"].value("bits_per_second", 0.0) * factor;
+  if (end.contains("sum_sent")) f.retransmits = end["sum_sent"].value("retransmits", uint64_t{0});
+  if (f.lost >= 0 && got.contains("sum")) f.lost = got["sum"].value("lost_percent", 0.0) / 100;
+}
+
+std::string ratio(double got, double of) {
+  return of > 0 ? printf_string("%.3f", got / of) : "-";
+}
+
+}  // namespace
+
+StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, const IncastStep& s,
+                      std::chrono::seconds timeout, bool echo) {
+  const Topology& t = m.topo;
+  const TimeScale& ts = m.time_scale;
+  StepResult r;
+  r.title = "workload[" + std::to_string(index) + "] incast " + std::to_string(s.senders.size()) +
+            " -> " + s.receiver + " (" + s.transport + ")";
+  if (m.part) {
+    r.failure = "incast across machines is not supported yet; place it on one machine";
+    return r;
+  }
+  const bool rdma = s.transport == "rdma";
+  if (rdma && !m.rdma.rxe) {
+    r.failure = "transport rdma needs rxe on the hosts, and this lab has none: " + m.rdma.why_not;
+    return r;
+  }
+  const std::string tool = rdma ? "ib_write_bw" : "iperf3";
+  if (!find_program(tool)) {
+    r.failure = tool + " is not installed (apt install " + (rdma ? "perftest" : "iperf3") + ")";
+    return r;
+  }
+  // Whole seconds of wall clock (the tools' unit), at least the real duration asked for.
+  const uint64_t wall_ns = ts.wall_ns(s.duration_ns);
+  const int secs = static_cast<int>(std::max<uint64_t>(1, (wall_ns + 999'999'999) / 1'000'000'000));
+  const auto lossless = m.scenario.fabric.lossless_class();
+  const int dscp = s.dscp.value_or(lossless.dscp.empty() ? 0 : lossless.dscp.front());
+  const int recv = t.find(s.receiver);
+  const std::string recv_addr = m.addresses.host_address(t, recv).str();
+  const uint64_t recv_rate = receiver_rate(m, recv);
+  const uint32_t payload = m.scenario.fabric.mtu - 28;  // IPv4 + UDP headers
+  // A dilated lab's RC timeout grows with it (as `perf` does).
+  const int timeout_exp = std::min(31, 14 + static_cast<int>(std::ceil(std::log2(ts.factor))));
+
+  std::vector<Pair> pairs;
+  for (size_t i = 0; i < s.senders.size(); ++i) {
+    Pair p;
+    p.flow = {"incast", s.senders[i], s.receiver};
+    p.server_node = recv;
+    p.client_node = t.find(s.senders[i]);
+    if (rdma) {
+      p.port = kPerftestPort + static_cast<int>(i);
+      auto side = [&](const std::string& host) {
+        return std::vector<std::string>{"ib_write_bw",
+                                        "-d",
+                                        paths.rxe_name(host),
+                                        "-x",
+                                        "1",
+                                        "-F",
+                                        "-p",
+                                        std::to_string(p.port),
+                                        "-D",
+                                        std::to_string(secs),
+                                        "--report_gbits",
+                                        "-u",
+                                        std::to_string(timeout_exp)};
+      };
+      p.server_argv = side(s.receiver);
+      p.client_argv = side(s.senders[i]);
+      p.client_argv.push_back(recv_addr);
+    } else {
+      p.port = kIperfPort + static_cast<int>(i);
+      p.server_argv = {"iperf3", "-s", "-1", "-p", std::to_string(p.port)};
+      p.client_argv = {"iperf3",
+                       "-c",
+                       recv_addr,
+                       "-p",
+                       std::to_string(p.port),
+                       "-t",
+                       std::to_string(secs),
+                       "-J",
+                       "--get-server-output",
+                       "-S",
+                       std::to_string(dscp << 2)};
+      if (s.transport == "udp") {
+        p.flow.lost = 0;
+        const uint64_t offered = s.rate_bps.value_or(recv_rate);
+        if (!offered) {
+          r.failure = "udp incast: the receiver's link has no rate; give rate: per sender";
+          return r;
+        }
+        p.client_argv.insert(p.client_argv.end(), {"-u", "-b", std::to_string(ts.wall_bps(offered)),
+                                                   "-l", std::to_string(payload)});
+      }
+    }
+    pairs.push_back(std::move(p));
+  }
+  if (s.victim) {
+    Pair p;
+    p.flow = {"victim", s.victim->from, s.victim->to};
+    p.server_node = t.find(s.victim->to);
+    p.client_node = t.find(s.victim->from);
+    p.port = kVictimPort;
+    p.server_argv = {"iperf3", "-s", "-1", "-p", std::to_string(p.port)};
+    p.client_argv = {"iperf3",
+                     "-c",
+                     m.addresses.host_address(t, p.server_node).str(),
+                     "-p",
+                     std::to_string(p.port),
+                     "-t",
+                     std::to_string(secs),
+                     "-J",
+                     "--get-server-output",
+                     "-S",
+                     std::to_string(dscp << 2)};
+    pairs.push_back(std::move(p));
+  }
+  // What each flow deserves: max-min over the fabric as the scenario shapes it.
+  std::vector<std::pair<int, int>> ends;
+  for (const Pair& p : pairs) ends.emplace_back(p.client_node, p.server_node);
+  const std::vector<double> fair = max_min_rates(t, ends);
+  for (size_t i = 0; i < pairs.size(); ++i)
+    pairs[i].flow.fair_bps = std::isinf(fair[i]) ? 0 : fair[i];
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = ProcessClock::now() + timeout;
+  std::vector<Process> servers;
+  for (const Pair& p : pairs) {
+    ProcessSpec spec = node_process(node_context(m, paths, p.server_node), p.server_argv);
+    spec.out = spec.err = Stdio::Null;
+    auto proc = Process::start(spec);
+    if (!proc) {
+      r.failure = proc.error().what();
+      return r;
+    }
+    servers.push_back(std::move(*proc));
+  }
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const std::string netns = node_netns_path(m, paths, pairs[i].server_node);
+    while (!listening_in(servers[i].pid(), netns, pairs[i].port)) {
+      if (servers[i].poll() || ProcessClock::now() > deadline) {
+        r.failure = "the " + pairs[i].server_argv[0] + " server on " +
+                    t.nodes[pairs[i].server_node].name + " did not listen on port " +
+                    std::to_string(pairs[i].port);
+        return r;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  // Every client at once.
+  std::vector<std::thread> clients;
+  for (Pair& p : pairs) {
+    clients.emplace_back([&, pp = &p] {
+      const ProcessSpec spec =
+          node_process(node_context(m, paths, pp->client_node), pp->client_argv);
+      CommandOptions o;
+      o.env = spec.env;
+      o.before_exec = spec.before_exec;
+      o.timeout =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - ProcessClock::now());
+      auto out = run_captured(pp->client_argv, o);
+      if (!out)
+        pp->flow.failure = out.error().what();
+      else
+        pp->outcome = std::move(*out);
+    });
+  }
+  for (std::thread& c : clients) c.join();
+  for (Process& p : servers) p.stop(std::chrono::seconds(2));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  double total = 0;
+  for (Pair& p : pairs) {
+    FlowResult& f = p.flow;
+    if (f.failure.empty() && p.outcome.timed_out) {
+      f.failure = "timed out";
+    } else if (f.failure.empty() && p.outcome.status != 0) {
+      f.failure = p.client_argv[0] + " exited with status " + std::to_string(p.outcome.status);
+      // iperf3 -J says why in its JSON; perftest on standard error.
+      const Json j = Json::parse(p.outcome.out, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("error") && j["error"].is_string())
+        f.failure += ": " + j["error"].get<std::string>();
+      else if (!p.outcome.err.empty())
+        f.failure += ": " + p.outcome.err.substr(
+                                p.outcome.err.size() > 300 ? p.outcome.err.size() - 300 : 0);
+    }
+    if (f.failure.empty()) {
+      if (rdma && f.role == "incast") {
+        if (auto g = perftest_gbps(p.outcome.out))
+          f.bps = *g * 1e9 * ts.factor;
+        else
+          f.failure = "ib_write_bw printed no bandwidth";
+      } else {
+        read_iperf(p.outcome.out, ts.factor, f);
+      }
+    }
+    if (!f.failure.empty()) f.failure = f.from + " -> " + f.to + ": " + f.failure;
+    if (f.role == "incast") total += f.bps;
+    r.flows.push_back(f);
+  }
+  for (const FlowResult& f : r.flows)
+    if (!f.failure.empty()) r.failure += (r.failure.empty() ? "" : "; ") + f.failure;
+  r.ok = r.failure.empty();
+
+  const std::string real_note = ts.dilated() ? ", " + format_time_short(s.duration_ns) +
+                                                   " of the real fabric (" + std::to_string(secs) +
+                                                   " s of wall clock)"
+                                             : ", " + std::to_string(secs) + " s";
+  std::string text = "incast: " + std::to_string(s.senders.size()) + " senders -> " + s.receiver +
+                     " (" + s.transport + (rdma ? ", RoCEv2" : ", dscp " + std::to_string(dscp)) +
+                     ")" + real_note + "\n";
+  text += printf_string("  %-18s %14s %14s %7s  %s\n", "FLOW", "GOODPUT", "FAIR SHARE", "RATIO",
+                        s.transport == "udp" ? "LOST"
+                        : rdma               ? ""
+                                             : "RETRANSMITS");
+  for (const FlowResult& f : r.flows) {
+    std::string extra = f.lost >= 0                  ? printf_string("%.1f%%", 100 * f.lost)
+                        : rdma && f.role == "incast" ? ""
+                                                     : std::to_string(f.retransmits);
+    text += printf_string(
+        "  %-18s %14s %14s %7s  %s%s\n", (f.from + " -> " + f.to).c_str(),
+        format_rate_short(f.bps).c_str(), f.fair_bps ? format_rate_short(f.fair_bps).c_str() : "-",
+        ratio(f.bps, f.fair_bps).c_str(), extra.c_str(), f.role == "victim" ? "  (victim)" : "");
+  }
+  r.note = "receiver " + s.receiver + ": " + format_rate_short(total) +
+           (recv_rate ? " of its link's " + format_rate_short(double(recv_rate)) + " (" +
+                            ratio(total, double(recv_rate)) + ")"
+                      : "");
+  text += "  " + r.note + "\n";
+  if (echo) std::printf("%s", text.c_str());
+  return r;
+}
+
+}  // namespace fabemu
