@@ -168,52 +168,64 @@ static __always_inline struct fabemu_pfc_state* pfc_state_of(__u32 key) {
 
 /* Whether the frame belongs to the lab's lossless class: its DSCP, or UDP to the class's port
  * (RoCEv2). IPv4 fragments after the first carry no UDP header; IPv6 extension headers are not
- * followed. */
-static __always_inline int is_lossless(struct __sk_buff* skb, const struct fabemu_link_cfg* cfg) {
-  if (!cfg->lossless_dscp && !cfg->lossless_udp_port) return 0;
+ * followed. A global function, like the PFC helpers below: the verifier checks it once. */
+__attribute__((noinline)) int is_lossless(struct __sk_buff* skb, __u64 dscp_mask, __u32 udp_port) {
+  if (!skb || (!dscp_mask && !udp_port)) return 0;
   __u8 h[20];
   __u32 l4, proto;
   __u16 port;
   if (skb->protocol == bpf_htons(ETH_P_IP)) {
     if (bpf_skb_load_bytes(skb, ETH_HLEN, h, 20)) return 0;
-    if ((cfg->lossless_dscp >> (h[1] >> 2)) & 1) return 1;
+    if ((dscp_mask >> (h[1] >> 2)) & 1) return 1;
     if ((h[6] & 0x1f) | h[7]) return 0;
     proto = h[9];
     l4 = ETH_HLEN + (h[0] & 0xf) * 4;
   } else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
     if (bpf_skb_load_bytes(skb, ETH_HLEN, h, 8)) return 0;
-    if ((cfg->lossless_dscp >> (((h[0] & 0xf) << 2) | (h[1] >> 6))) & 1) return 1;
+    if ((dscp_mask >> (((h[0] & 0xf) << 2) | (h[1] >> 6))) & 1) return 1;
     proto = h[6];
     l4 = ETH_HLEN + 40;
   } else {
     return 0;
   }
-  if (!cfg->lossless_udp_port || proto != IPPROTO_UDP) return 0;
+  if (!udp_port || proto != IPPROTO_UDP) return 0;
   if (bpf_skb_load_bytes(skb, l4 + 2, &port, 2)) return 0;
-  return bpf_ntohs(port) == cfg->lossless_udp_port;
+  return bpf_ntohs(port) == udp_port;
 }
 
-/* The buffer's lossless bytes still there at the start of slot `from` (which counts whole),
- * and the first slot from `from` on at whose start at most `xon` bytes are left. Live slots
- * hold epochs within FABEMU_PFC_SLOTS of now, so visiting from+j for j < FABEMU_PFC_SLOTS
- * meets each once, in the order they leave. */
-static __always_inline __u64 pfc_bytes_at(const struct fabemu_pfc_state* p, __u64 from) {
+/* The occupancy's loops are global functions: the verifier checks each once, not again on
+ * every path of the program that reaches it (inlined, they made loading take seconds). They
+ * read the wheel without its lock: a frame scheduled meanwhile is seen by the next one. */
+static __always_inline __u64 all_ones_if_equal(__u64 a, __u64 b) {
+  __u64 x = a ^ b;
+  return ((x | -x) >> 63) - 1; /* x == 0: 0 - 1 = ~0; else 1 - 1 = 0 */
+}
+
+__attribute__((noinline)) __u64 pfc_bytes_at(const struct fabemu_pfc_wheel* p, __u64 from) {
+  if (!p) return 0;
   __u64 sum = 0;
   for (__u32 j = 0; j < FABEMU_PFC_SLOTS; j++) {
     __u32 i = (from + j) & (FABEMU_PFC_SLOTS - 1);
-    if (p->slot_epoch[i] == from + j) sum += p->slot_bytes[i];
+    sum += p->slot_bytes[i] & all_ones_if_equal(p->slot_epoch[i], from + j);
   }
   return sum;
 }
 
-static __always_inline __u64 pfc_resume_slot(const struct fabemu_pfc_state* p, __u64 from,
-                                             __u64 left, __u64 xon) {
+/* Bytes and thresholds stay far below 2^63, so the sign of xon - left says left <= xon. After
+ * the last slot everything has left: nothing is over Xon. */
+__attribute__((noinline)) __u64 pfc_resume_slot(const struct fabemu_pfc_wheel* p, __u64 from,
+                                                __u64 left, __u64 xon) {
+  if (!p) return from;
+  __u64 found = 0, slot = from + FABEMU_PFC_SLOTS;
   for (__u32 j = 0; j < FABEMU_PFC_SLOTS; j++) {
-    if (left <= xon) return from + j;
+    __u64 below = ((xon - left) >> 63) ^ 1; /* 1 when left <= xon */
+    __u64 take = below & (found ^ 1);       /* the first such slot */
+    slot = (slot & (take - 1)) | ((from + j) & -take);
+    found |= below;
     __u32 i = (from + j) & (FABEMU_PFC_SLOTS - 1);
-    if (p->slot_epoch[i] == from + j) left -= p->slot_bytes[i];
+    left -= p->slot_bytes[i] & all_ones_if_equal(p->slot_epoch[i], from + j);
   }
-  return from + FABEMU_PFC_SLOTS;
+  return slot;
 }
 
 /* A lossless frame of `bytes` that came in over the port with this buffer leaves this switch at
@@ -224,30 +236,33 @@ static __always_inline void pfc_account(struct fabemu_pfc_state* p, const struct
   __u64 now_e = now / slot, e = depart / slot;
   if (e > now_e + FABEMU_PFC_SLOTS - 1) e = now_e + FABEMU_PFC_SLOTS - 1;
   __u32 i = e & (FABEMU_PFC_SLOTS - 1);
-  if (p->slot_epoch[i] != e) {
-    p->slot_epoch[i] = e; /* the slot's old epoch has passed: its bytes have left */
-    p->slot_bytes[i] = 0;
+  bpf_spin_lock(&p->lock);
+  if (p->wheel.slot_epoch[i] != e) {
+    p->wheel.slot_epoch[i] = e; /* the slot's old epoch has passed: its bytes have left */
+    p->wheel.slot_bytes[i] = 0;
   }
-  p->slot_bytes[i] += bytes;
-  if (pfc_bytes_at(p, now_e) >= c->xoff_bytes) p->paused = 1;
+  p->wheel.slot_bytes[i] += bytes;
+  bpf_spin_unlock(&p->lock);
+  if (pfc_bytes_at(&p->wheel, now_e) >= c->xoff_bytes) p->wheel.paused = 1;
 }
 
 /* When this port may send its next lossless frame, which would leave at `at`, given the far
  * end's buffer for this link: `at` itself unless the buffer is over Xoff then (or still over
  * Xon after a pause), otherwise the start of the slot in which it falls to Xon. */
-static __always_inline __u64 pfc_hold_until(struct fabemu_pfc_state* p,
-                                            const struct fabemu_link_cfg* cfg, __u64 now,
-                                            __u64 at) {
-  __u64 slot = cfg->pfc_slot_ns ? cfg->pfc_slot_ns : 1;
+__attribute__((noinline)) __u64 pfc_hold_until(struct fabemu_pfc_wheel* p,
+                                               const struct fabemu_pfc_cfg* c, __u64 now,
+                                               __u64 at) {
+  if (!p || !c) return at;
+  __u64 xoff = c->xoff_bytes, xon = c->xon_bytes, slot = c->slot_ns ? c->slot_ns : 1;
   __u64 now_e = now / slot, at_e = at / slot;
   __u64 occ_now = pfc_bytes_at(p, now_e);
-  if (occ_now >= cfg->pfc_xoff_bytes)
+  if (occ_now >= xoff)
     p->paused = 1;
-  else if (occ_now <= cfg->pfc_xon_bytes)
+  else if (occ_now <= xon)
     p->paused = 0;
   __u64 occ = at_e == now_e ? occ_now : pfc_bytes_at(p, at_e);
-  if (occ < cfg->pfc_xoff_bytes && !(p->paused && occ > cfg->pfc_xon_bytes)) return at;
-  return pfc_resume_slot(p, at_e, occ, cfg->pfc_xon_bytes) * slot;
+  if (occ < xoff && !(p->paused && occ > xon)) return at;
+  return pfc_resume_slot(p, at_e, occ, xon) * slot;
 }
 
 /* murmur3's finalizer: every input bit moves every output bit. */
@@ -286,7 +301,7 @@ int fabemu_shape(struct __sk_buff* skb) {
   /* The lossless class: never dropped for queue reasons where PFC guards the buffer the frame
    * sits in (it came in over a PFC port, or this node sent it on a PFC port), held back while
    * the far end's buffer for this link is paused. */
-  const int ll = is_lossless(skb, &cfg);
+  const int ll = is_lossless(skb, cfg.lossless_dscp, cfg.lossless_udp_port);
   struct fabemu_pfc_cfg* in_pfc = 0;
   struct fabemu_pfc_state* in_buf = 0;
   if (ll && skb->ingress_ifindex) {
@@ -302,9 +317,8 @@ int fabemu_shape(struct __sk_buff* skb) {
     __u64 at = st->next_ns > now ? st->next_ns : now;
     if (st->ll_next_ns > at) at = st->ll_next_ns;
     if (far) {
-      bpf_spin_lock(&far->lock);
-      hold = pfc_hold_until(far, &cfg, now, at);
-      bpf_spin_unlock(&far->lock);
+      struct fabemu_pfc_cfg mine = {cfg.pfc_xoff_bytes, cfg.pfc_xon_bytes, cfg.pfc_slot_ns};
+      hold = pfc_hold_until(&far->wheel, &mine, now, at);
       if (hold <= at) hold = 0;
     }
   }
@@ -380,14 +394,11 @@ int fabemu_shape(struct __sk_buff* skb) {
   }
   bpf_spin_unlock(&st->lock);
 
-  if (paused_ns) cnt->pause_ns += paused_ns;
-  if (pause_began) cnt->pause_events++;
+  /* Unconditional adds: a branch here would double the paths the verifier walks after it. */
+  cnt->pause_ns += paused_ns;
+  cnt->pause_events += pause_began;
   /* The frame sits in this node's buffer for the port it came in on until it leaves. */
-  if (in_buf && in_pfc && done) {
-    bpf_spin_lock(&in_buf->lock);
-    pfc_account(in_buf, in_pfc, now, done, wire);
-    bpf_spin_unlock(&in_buf->lock);
-  }
+  if (in_buf && in_pfc && done) pfc_account(in_buf, in_pfc, now, done, wire);
 
   switch (v) {
     case DROP_DOWN:
@@ -414,7 +425,7 @@ int fabemu_shape(struct __sk_buff* skb) {
   if (tstamp && (rate || cfg.delay_ns || cfg.jitter_ns)) skb->tstamp = tstamp;
   cnt->packets++;
   cnt->bytes += skb->len;
-  if (ll) cnt->lossless_packets++;
+  cnt->lossless_packets += ll & 1;
   cnt->queue_delay_hist[hist_bucket(wait)]++;
   /* ECMP per switch. A veth hands the next namespace the skb with a hash (the sending socket's,
    * or the flow hash RPS computed on the way in, with one key for all namespaces), and a

@@ -76,13 +76,18 @@ struct fabemu_pfc_cfg {
   __u64 slot_ns;    /* the occupancy's time resolution: bytes leave in slots this long */
 };
 
-struct fabemu_pfc_state {
-  struct bpf_spin_lock lock;
-  __u32 paused; /* the hysteresis: 1 from Xoff until Xon */
-  /* Bytes by the slot (departure time / slot_ns) in which they leave; slot i holds the epoch
-   * with epoch % FABEMU_PFC_SLOTS == i, stale when its epoch has passed. */
+/* Bytes by the slot (departure time / slot_ns) in which they leave; slot i holds the epoch with
+ * epoch % FABEMU_PFC_SLOTS == i, stale when its epoch has passed. */
+struct fabemu_pfc_wheel {
+  __u64 paused; /* the hysteresis: 1 from Xoff until Xon */
   __u64 slot_epoch[FABEMU_PFC_SLOTS];
   __u64 slot_bytes[FABEMU_PFC_SLOTS];
+};
+
+struct fabemu_pfc_state {
+  struct bpf_spin_lock lock; /* held while a slot changes */
+  __u32 pad;
+  struct fabemu_pfc_wheel wheel;
 };
 
 /* The datapath's memory of a link, written only by the program under `lock`. User space

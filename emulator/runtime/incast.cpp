@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "apply/rdma.h"
 #include "model/fair_share.h"
 #include "runtime/spawn.h"
 #include "util/json.h"
@@ -220,6 +221,20 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
+  // rxe's own view of the losses: the senders' retries (go-back-N after a timeout or a NAK)
+  // and the receiver's out-of-sequence packets, before and after.
+  auto rxe_counter = [&](const std::string& host, const char* name) -> uint64_t {
+    const auto dev = read_rdma_device(paths.rxe_name(host));
+    auto it = dev.hw_counters.find(name);
+    return it == dev.hw_counters.end() ? 0 : it->second;
+  };
+  std::vector<uint64_t> retries_before;
+  uint64_t seq_err_before = 0;
+  if (rdma) {
+    for (const Pair& p : pairs)
+      retries_before.push_back(rxe_counter(p.flow.from, "completer_retry_err"));
+    seq_err_before = rxe_counter(s.receiver, "rcvd_seq_err");
+  }
   // Every client at once.
   std::vector<std::thread> clients;
   for (Pair& p : pairs) {
@@ -243,8 +258,10 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   double total = 0;
-  for (Pair& p : pairs) {
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    Pair& p = pairs[i];
     FlowResult& f = p.flow;
+    if (rdma) f.retransmits = rxe_counter(f.from, "completer_retry_err") - retries_before[i];
     if (f.failure.empty() && p.outcome.timed_out) {
       f.failure = "timed out";
     } else if (f.failure.empty() && p.outcome.status != 0) {
@@ -284,12 +301,11 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
                      ")" + real_note + "\n";
   text += printf_string("  %-18s %14s %14s %7s  %s\n", "FLOW", "GOODPUT", "FAIR SHARE", "RATIO",
                         s.transport == "udp" ? "LOST"
-                        : rdma               ? ""
+                        : rdma               ? "RXE RETRIES"
                                              : "RETRANSMITS");
   for (const FlowResult& f : r.flows) {
-    std::string extra = f.lost >= 0                  ? printf_string("%.1f%%", 100 * f.lost)
-                        : rdma && f.role == "incast" ? ""
-                                                     : std::to_string(f.retransmits);
+    std::string extra =
+        f.lost >= 0 ? printf_string("%.1f%%", 100 * f.lost) : std::to_string(f.retransmits);
     text += printf_string(
         "  %-18s %14s %14s %7s  %s%s\n", (f.from + " -> " + f.to).c_str(),
         format_rate_short(f.bps).c_str(), f.fair_bps ? format_rate_short(f.fair_bps).c_str() : "-",
@@ -299,6 +315,9 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
            (recv_rate ? " of its link's " + format_rate_short(double(recv_rate)) + " (" +
                             ratio(total, double(recv_rate)) + ")"
                       : "");
+  if (rdma)
+    r.note += "; rxe rcvd_seq_err on " + s.receiver + ": " +
+              std::to_string(rxe_counter(s.receiver, "rcvd_seq_err") - seq_err_before);
   text += "  " + r.note + "\n";
   if (echo) std::printf("%s", text.c_str());
   return r;
