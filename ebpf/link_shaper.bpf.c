@@ -161,11 +161,6 @@ static __always_inline struct fabemu_link_counters* counters_of(__u32 key) {
   return bpf_map_lookup_elem(&fabemu_counters, &key);
 }
 
-/* User space creates a buffer's state with its config (too big for this stack to zero). */
-static __always_inline struct fabemu_pfc_state* pfc_state_of(__u32 key) {
-  return bpf_map_lookup_elem(&fabemu_pfc_state, &key);
-}
-
 /* Whether the frame belongs to the lab's lossless class: its DSCP, or UDP to the class's port
  * (RoCEv2). IPv4 fragments after the first carry no UDP header; IPv6 extension headers are not
  * followed. A global function, like the PFC helpers below: the verifier checks it once. */
@@ -193,15 +188,22 @@ __attribute__((noinline)) int is_lossless(struct __sk_buff* skb, __u64 dscp_mask
   return bpf_ntohs(port) == udp_port;
 }
 
-/* The occupancy's loops are global functions: the verifier checks each once, not again on
- * every path of the program that reaches it (inlined, they made loading take seconds). They
- * read the wheel without its lock: a frame scheduled meanwhile is seen by the next one. */
+/* PFC's work is in global functions: the verifier checks each once, not again on every path
+ * of the program that reaches it (inlined, they made loading take seconds). */
+/* Times stay far below 2^63: the sign of a - b says which is larger. */
+static __always_inline __u64 max_u64(__u64 a, __u64 b) {
+  return a ^ ((a ^ b) & -((a - b) >> 63));
+}
+
 static __always_inline __u64 all_ones_if_equal(__u64 a, __u64 b) {
   __u64 x = a ^ b;
   return ((x | -x) >> 63) - 1; /* x == 0: 0 - 1 = ~0; else 1 - 1 = 0 */
 }
 
-__attribute__((noinline)) __u64 pfc_bytes_at(const struct fabemu_pfc_wheel* p, __u64 from) {
+/* The buffer's bytes still there at the start of slot `from` (which counts whole). Live slots
+ * hold epochs within FABEMU_PFC_SLOTS of now, so visiting from+j for j < FABEMU_PFC_SLOTS meets
+ * each once, in the order they leave. Branch-free, like the next one. */
+__attribute__((noinline)) __u64 pfc_bytes_at(const struct fabemu_pfc_state* p, __u64 from) {
   if (!p) return 0;
   __u64 sum = 0;
   for (__u32 j = 0; j < FABEMU_PFC_SLOTS; j++) {
@@ -211,9 +213,10 @@ __attribute__((noinline)) __u64 pfc_bytes_at(const struct fabemu_pfc_wheel* p, _
   return sum;
 }
 
-/* Bytes and thresholds stay far below 2^63, so the sign of xon - left says left <= xon. After
- * the last slot everything has left: nothing is over Xon. */
-__attribute__((noinline)) __u64 pfc_resume_slot(const struct fabemu_pfc_wheel* p, __u64 from,
+/* The first slot from `from` on at whose start at most `xon` of the `left` bytes are there.
+ * Bytes and thresholds stay far below 2^63, so the sign of xon - left says left <= xon. After
+ * the last slot everything has left. */
+__attribute__((noinline)) __u64 pfc_resume_slot(const struct fabemu_pfc_state* p, __u64 from,
                                                 __u64 left, __u64 xon) {
   if (!p) return from;
   __u64 found = 0, slot = from + FABEMU_PFC_SLOTS;
@@ -228,32 +231,42 @@ __attribute__((noinline)) __u64 pfc_resume_slot(const struct fabemu_pfc_wheel* p
   return slot;
 }
 
-/* A lossless frame of `bytes` that came in over the port with this buffer leaves this switch at
- * `depart`: it occupies the buffer until then (beyond the horizon, until the horizon). */
-static __always_inline void pfc_account(struct fabemu_pfc_state* p, const struct fabemu_pfc_cfg* c,
-                                        __u64 now, __u64 depart, __u64 bytes) {
+/* Whether PFC guards the buffer of the port `in` (frames that came in there are not dropped). */
+__attribute__((noinline)) int pfc_guarded(__u32 in) {
+  if (!in) return 0;
+  struct fabemu_pfc_cfg* c = bpf_map_lookup_elem(&fabemu_pfc_cfg, &in);
+  return c && c->xoff_bytes;
+}
+
+/* A lossless frame of `bytes` that came in over port `in` leaves this node at `depart`: it
+ * occupies that port's buffer until then (beyond the horizon, until the horizon). */
+__attribute__((noinline)) int pfc_account(__u32 in, __u64 now, __u64 depart, __u64 bytes) {
+  struct fabemu_pfc_cfg* c = bpf_map_lookup_elem(&fabemu_pfc_cfg, &in);
+  struct fabemu_pfc_state* p = bpf_map_lookup_elem(&fabemu_pfc_state, &in);
+  if (!c || !p || !c->xoff_bytes) return 0;
   __u64 slot = c->slot_ns ? c->slot_ns : 1;
   __u64 now_e = now / slot, e = depart / slot;
   if (e > now_e + FABEMU_PFC_SLOTS - 1) e = now_e + FABEMU_PFC_SLOTS - 1;
   __u32 i = e & (FABEMU_PFC_SLOTS - 1);
-  bpf_spin_lock(&p->lock);
-  if (p->wheel.slot_epoch[i] != e) {
-    p->wheel.slot_epoch[i] = e; /* the slot's old epoch has passed: its bytes have left */
-    p->wheel.slot_bytes[i] = 0;
+  if (p->slot_epoch[i] != e) {
+    p->slot_epoch[i] = e; /* the slot's old epoch has passed: its bytes have left */
+    p->slot_bytes[i] = 0;
   }
-  p->wheel.slot_bytes[i] += bytes;
-  bpf_spin_unlock(&p->lock);
-  if (pfc_bytes_at(&p->wheel, now_e) >= c->xoff_bytes) p->wheel.paused = 1;
+  __sync_fetch_and_add(&p->slot_bytes[i], bytes);
+  if (pfc_bytes_at(p, now_e) >= c->xoff_bytes) p->paused = 1;
+  return 1;
 }
 
 /* When this port may send its next lossless frame, which would leave at `at`, given the far
- * end's buffer for this link: `at` itself unless the buffer is over Xoff then (or still over
- * Xon after a pause), otherwise the start of the slot in which it falls to Xon. */
-__attribute__((noinline)) __u64 pfc_hold_until(struct fabemu_pfc_wheel* p,
-                                               const struct fabemu_pfc_cfg* c, __u64 now,
-                                               __u64 at) {
-  if (!p || !c) return at;
-  __u64 xoff = c->xoff_bytes, xon = c->xon_bytes, slot = c->slot_ns ? c->slot_ns : 1;
+ * end's buffer `peer` for this link (`mine`: its thresholds): `at` itself unless the buffer is
+ * over Xoff then (or still over Xon after a pause), otherwise the start of the slot in which
+ * it falls to Xon. */
+__attribute__((noinline)) __u64 pfc_hold_until(__u32 peer, const struct fabemu_pfc_cfg* mine,
+                                               __u64 now, __u64 at) {
+  struct fabemu_pfc_state* p = bpf_map_lookup_elem(&fabemu_pfc_state, &peer);
+  if (!p || !mine) return at;
+  __u64 xoff = mine->xoff_bytes, xon = mine->xon_bytes;
+  __u64 slot = mine->slot_ns ? mine->slot_ns : 1;
   __u64 now_e = now / slot, at_e = at / slot;
   __u64 occ_now = pfc_bytes_at(p, now_e);
   if (occ_now >= xoff)
@@ -302,25 +315,16 @@ int fabemu_shape(struct __sk_buff* skb) {
    * sits in (it came in over a PFC port, or this node sent it on a PFC port), held back while
    * the far end's buffer for this link is paused. */
   const int ll = is_lossless(skb, cfg.lossless_dscp, cfg.lossless_udp_port);
-  struct fabemu_pfc_cfg* in_pfc = 0;
-  struct fabemu_pfc_state* in_buf = 0;
-  if (ll && skb->ingress_ifindex) {
-    __u32 in = skb->ingress_ifindex;
-    in_pfc = bpf_map_lookup_elem(&fabemu_pfc_cfg, &in);
-    if (in_pfc && in_pfc->xoff_bytes) in_buf = pfc_state_of(in);
-  }
-  const int no_queue_drop = ll && (in_buf || (!skb->ingress_ifindex && cfg.pfc_peer));
+  const __u32 in = skb->ingress_ifindex;
+  const int no_queue_drop = ll && (in ? pfc_guarded(in) : cfg.pfc_peer != 0);
   __u64 hold = 0;
   if (ll && cfg.pfc_peer && cfg.pfc_xoff_bytes && !(cfg.flags & FABEMU_LINK_POLICER)) {
-    struct fabemu_pfc_state* far = pfc_state_of(cfg.pfc_peer);
     /* When the frame would start: read without the lock, a guess that the stamp below fixes. */
     __u64 at = st->next_ns > now ? st->next_ns : now;
     if (st->ll_next_ns > at) at = st->ll_next_ns;
-    if (far) {
-      struct fabemu_pfc_cfg mine = {cfg.pfc_xoff_bytes, cfg.pfc_xon_bytes, cfg.pfc_slot_ns};
-      hold = pfc_hold_until(&far->wheel, &mine, now, at);
-      if (hold <= at) hold = 0;
-    }
+    struct fabemu_pfc_cfg mine = {cfg.pfc_xoff_bytes, cfg.pfc_xon_bytes, cfg.pfc_slot_ns};
+    hold = pfc_hold_until(cfg.pfc_peer, &mine, now, at);
+    if (hold <= at) hold = 0;
   }
 
   enum verdict v = PASS;
@@ -341,7 +345,10 @@ int fabemu_shape(struct __sk_buff* skb) {
     v = DROP_DOWN;
   } else {
     __u64 start = st->next_ns > now ? st->next_ns : now; /* the link is busy until next_ns */
-    if (ll && st->ll_next_ns > start) start = st->ll_next_ns;
+    /* Masks, not branches, for the class's clock: each branch here doubles what the verifier
+     * walks from here to the end. */
+    const __u64 ll_mask = -(__u64)(ll & 1), hold_mask = -((hold | -hold) >> 63);
+    start = max_u64(start, st->ll_next_ns & ll_mask);
     if (hold) {
       /* Paused: the class waits for the far end's Xon; the other classes use the wire
        * meanwhile. A pause that began after the last one ended is a new XOFF. */
@@ -373,8 +380,8 @@ int fabemu_shape(struct __sk_buff* skb) {
        * propagation. A frame lost on the wire still used the link. A held frame does not
        * move the other classes' clock. */
       done = start + tx;
-      if (!hold) st->next_ns = done;
-      if (ll) st->ll_next_ns = done;
+      st->next_ns = (st->next_ns & hold_mask) | (done & ~hold_mask);
+      st->ll_next_ns = (done & ll_mask) | (st->ll_next_ns & ~ll_mask);
       st->rate_rem = rem;
       if (loss) {
         v = DROP_LOSS;
@@ -398,8 +405,9 @@ int fabemu_shape(struct __sk_buff* skb) {
   cnt->pause_ns += paused_ns;
   cnt->pause_events += pause_began;
   /* The frame sits in this node's buffer for the port it came in on until it leaves. */
-  if (in_buf && in_pfc && done) pfc_account(in_buf, in_pfc, now, done, wire);
+  if (ll && in && done) pfc_account(in, now, done, wire);
 
+  if (v != PASS) cnt->lossless_drops += ll & 1;
   switch (v) {
     case DROP_DOWN:
       cnt->drop_down++;

@@ -77,17 +77,13 @@ struct fabemu_pfc_cfg {
 };
 
 /* Bytes by the slot (departure time / slot_ns) in which they leave; slot i holds the epoch with
- * epoch % FABEMU_PFC_SLOTS == i, stale when its epoch has passed. */
-struct fabemu_pfc_wheel {
+ * epoch % FABEMU_PFC_SLOTS == i, stale when its epoch has passed. Bytes are added atomically;
+ * the rest is read and written without a lock (a frame scheduled meanwhile on another CPU is
+ * seen by the next one). */
+struct fabemu_pfc_state {
   __u64 paused; /* the hysteresis: 1 from Xoff until Xon */
   __u64 slot_epoch[FABEMU_PFC_SLOTS];
   __u64 slot_bytes[FABEMU_PFC_SLOTS];
-};
-
-struct fabemu_pfc_state {
-  struct bpf_spin_lock lock; /* held while a slot changes */
-  __u32 pad;
-  struct fabemu_pfc_wheel wheel;
 };
 
 /* The datapath's memory of a link, written only by the program under `lock`. User space
@@ -118,9 +114,10 @@ struct fabemu_link_counters {
   __u64 ce_marks;
   __u64 queue_delay_hist[FABEMU_HIST_BUCKETS]; /* of packets handed on */
   __u64 lossless_packets;                      /* of the lossless class, handed on */
-  __u64 pause_ns;      /* the lossless class held back by PFC (the union of pauses) */
-  __u64 pause_events;  /* pauses begun: the XOFF a switch would have sent */
-  __u64 drop_watchdog; /* lossless frames dropped by the PFC watchdog */
+  __u64 pause_ns;       /* the lossless class held back by PFC (the union of pauses) */
+  __u64 pause_events;   /* pauses begun: the XOFF a switch would have sent */
+  __u64 drop_watchdog;  /* lossless frames dropped by the PFC watchdog */
+  __u64 lossless_drops; /* lossless frames dropped, whatever the cause (watchdog included) */
 };
 
 /* Who shapes a key: the namespace (nsfs device and inode) and name of the port, written by

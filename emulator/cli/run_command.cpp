@@ -161,8 +161,12 @@ void print_links(const LabModel& m, const RunReport& r) {
   if (paused.empty()) return;
   std::sort(paused.begin(), paused.end(),
             [&](size_t x, size_t y) { return g[x].pause_ns > g[y].pause_ns; });
-  std::printf("PFC pauses of the lossless class, longest first:\n  %-22s %12s %8s %8s\n",
-              "DIRECTION", "PAUSED", "OF RUN", "XOFF");
+  uint64_t lossless_drops = 0;
+  for (const DirectionSample& d : g) lossless_drops += d.lossless_drops;
+  std::printf(
+      "PFC pauses of the lossless class, longest first (frames of the class dropped on "
+      "all links: %llu):\n  %-22s %12s %8s %8s\n",
+      static_cast<unsigned long long>(lossless_drops), "DIRECTION", "PAUSED", "OF RUN", "XOFF");
   for (size_t k = 0; k < std::min<size_t>(8, paused.size()); ++k) {
     const size_t d = paused[k];
     std::printf("  %-22s %12s %7.1f%% %8llu\n",

@@ -52,6 +52,7 @@ Json direction_json(const DirectionState& d, const TimeScale& t) {
               {"pause_ns", real(c.pause_ns)},
               {"pause_events", c.pause_events},
               {"drop_watchdog", c.drop_watchdog},
+              {"lossless_drops", c.lossless_drops},
               {"queue_delay_p50_ns", real(queue_delay_quantile(c, 0.5))},
               {"queue_delay_p99_ns", real(queue_delay_quantile(c, 0.99))},
               {"queue_delay_hist", c.queue_delay_hist}}}};

@@ -21,6 +21,7 @@ DirectionSample growth(const TelemetrySample& from, const TelemetrySample& to, s
   g.ce_marks = since(g.ce_marks, a.ce_marks);
   g.pause_ns = since(g.pause_ns, a.pause_ns);
   g.pause_events = since(g.pause_events, a.pause_events);
+  g.lossless_drops = since(g.lossless_drops, a.lossless_drops);
   return g;
 }
 
@@ -162,6 +163,7 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
                       {"ce_marks", x.ce_marks},
                       {"pause_ns", x.pause_ns},
                       {"pause_events", x.pause_events},
+                      {"lossless_drops", x.lossless_drops},
                       {"queue_delay_p99_ns", x.queue_delay_p99_ns},
                       {"shaped", x.shaped}});
     }

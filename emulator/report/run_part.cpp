@@ -45,11 +45,11 @@ std::string run_part_text(const RunReport& part) {
   Json samples = Json::array();
   for (const TelemetrySample& s : part.samples) {
     // Compact: [bytes, packets, drops, ce_marks, queue_delay_p99_ns, shaped, pause_ns,
-    // pause_events] per direction.
+    // pause_events, lossless_drops] per direction.
     Json dirs = Json::array();
     for (const DirectionSample& d : s.dirs)
       dirs.push_back({d.bytes, d.packets, d.drops, d.ce_marks, d.queue_delay_p99_ns, d.shaped,
-                      d.pause_ns, d.pause_events});
+                      d.pause_ns, d.pause_events, d.lossless_drops});
     samples.push_back({{"t_s", s.t_s}, {"wall_s", s.wall_s}, {"dirs", dirs}, {"rxe", s.rxe}});
   }
   return json_text(
@@ -105,6 +105,7 @@ Result<RunReport> parse_run_part(const std::string& text, const std::string& wha
         ds.shaped = d.at(5).get<bool>();
         ds.pause_ns = d.at(6).get<uint64_t>();
         ds.pause_events = d.at(7).get<uint64_t>();
+        ds.lossless_drops = d.at(8).get<uint64_t>();
         t.dirs.push_back(ds);
       }
       t.rxe = s.at("rxe").get<std::map<std::string, std::map<std::string, uint64_t>>>();

@@ -14,7 +14,11 @@ using Clock = std::chrono::steady_clock;
 
 TelemetrySampler::TelemetrySampler(const LabModel& model, const LabPaths& paths,
                                    std::chrono::milliseconds interval)
-    : model_(model), paths_(paths), interval_(interval) {}
+    : model_(model), paths_(paths), interval_(interval) {
+  // Opening the maps loads and verifies the program (seconds on an emulated CPU): done here,
+  // before the workload's start, so that the first sample is taken at the start.
+  if (auto m = open_link_model(paths_)) maps_.emplace(std::move(*m));
+}
 
 TelemetrySampler::~TelemetrySampler() {
   stop();
@@ -23,7 +27,6 @@ TelemetrySampler::~TelemetrySampler() {
 void TelemetrySampler::start(Clock::time_point t0) {
   t0_ = t0;
   thread_ = std::jthread([this](std::stop_token stop) {
-    if (auto m = open_link_model(paths_)) maps_.emplace(std::move(*m));
     for (auto next = Clock::now();; next += interval_) {
       TelemetrySample s = take();
       std::unique_lock lock(mu_);
@@ -83,6 +86,7 @@ TelemetrySample TelemetrySampler::take() {
           d.pause_ns =
               static_cast<uint64_t>(model_.time_scale.real_ns(double(st.counters.pause_ns)));
           d.pause_events = st.counters.pause_events;
+          d.lossless_drops = st.counters.lossless_drops;
           d.queue_delay_p99_ns = static_cast<uint64_t>(
               model_.time_scale.real_ns(double(queue_delay_quantile(st.counters, 0.99))));
           continue;

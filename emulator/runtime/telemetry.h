@@ -25,7 +25,8 @@ struct DirectionSample {
   uint64_t queue_delay_p99_ns = 0;
   // PFC: how long the lossless class was held back (the real fabric's time), pauses begun.
   uint64_t pause_ns = 0, pause_events = 0;
-  bool shaped = false;  // counters from the link model; else the port's kernel tx
+  uint64_t lossless_drops = 0;  // of `drops`, frames of the lossless class
+  bool shaped = false;          // counters from the link model; else the port's kernel tx
   bool operator==(const DirectionSample&) const = default;
 };
 
