@@ -77,6 +77,26 @@ void read_iperf(const std::string& out, double factor, FlowResult& f) {
   if (f.lost >= 0 && got.contains("sum")) f.lost = got["sum"].value("lost_percent", 0.0) / 100;
 }
 
+// One test, then exit.
+std::vector<std::string> iperf_server(int port) {
+  return {"iperf3", "-s", "-1", "-p", std::to_string(port)};
+}
+
+// JSON with the receiver's own report in it, the flow's DSCP in its TOS byte.
+std::vector<std::string> iperf_client(const std::string& server, int port, int secs, int dscp) {
+  return {"iperf3",
+          "-c",
+          server,
+          "-p",
+          std::to_string(port),
+          "-t",
+          std::to_string(secs),
+          "-J",
+          "--get-server-output",
+          "-S",
+          std::to_string(dscp << 2)};
+}
+
 std::string ratio(double got, double of) {
   return of > 0 ? printf_string("%.3f", got / of) : "-";
 }
@@ -144,18 +164,8 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
       p.client_argv.push_back(recv_addr);
     } else {
       p.port = kIperfPort + static_cast<int>(i);
-      p.server_argv = {"iperf3", "-s", "-1", "-p", std::to_string(p.port)};
-      p.client_argv = {"iperf3",
-                       "-c",
-                       recv_addr,
-                       "-p",
-                       std::to_string(p.port),
-                       "-t",
-                       std::to_string(secs),
-                       "-J",
-                       "--get-server-output",
-                       "-S",
-                       std::to_string(dscp << 2)};
+      p.server_argv = iperf_server(p.port);
+      p.client_argv = iperf_client(recv_addr, p.port, secs, dscp);
       if (s.transport == "udp") {
         p.flow.lost = 0;
         const uint64_t offered = s.rate_bps.value_or(recv_rate);
@@ -175,18 +185,9 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
     p.server_node = t.find(s.victim->to);
     p.client_node = t.find(s.victim->from);
     p.port = kVictimPort;
-    p.server_argv = {"iperf3", "-s", "-1", "-p", std::to_string(p.port)};
-    p.client_argv = {"iperf3",
-                     "-c",
-                     m.addresses.host_address(t, p.server_node).str(),
-                     "-p",
-                     std::to_string(p.port),
-                     "-t",
-                     std::to_string(secs),
-                     "-J",
-                     "--get-server-output",
-                     "-S",
-                     std::to_string(dscp << 2)};
+    p.server_argv = iperf_server(p.port);
+    p.client_argv =
+        iperf_client(m.addresses.host_address(t, p.server_node).str(), p.port, secs, dscp);
     pairs.push_back(std::move(p));
   }
   // What each flow deserves: max-min over the fabric as the scenario shapes it.

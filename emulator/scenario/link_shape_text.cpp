@@ -42,14 +42,19 @@ Result<void> set_queue(LinkShape& shape, std::string_view text, uint32_t mtu) {
   return ok();
 }
 
-Result<BurstLoss> parse_burst(std::string_view text) {
+// "a,b,c" -> {"a", "b", "c"}.
+std::vector<std::string_view> split_commas(std::string_view text) {
   std::vector<std::string_view> parts;
   for (size_t start = 0;;) {
     const size_t comma = text.find(',', start);
     parts.push_back(text.substr(start, comma - start));
-    if (comma == std::string_view::npos) break;
+    if (comma == std::string_view::npos) return parts;
     start = comma + 1;
   }
+}
+
+Result<BurstLoss> parse_burst(std::string_view text) {
+  const std::vector<std::string_view> parts = split_commas(text);
   if (parts.size() < 2 || parts.size() > 4)
     return make_error("'" + std::string(text) + "' is not p,r[,loss_bad[,loss_good]], e.g. 1%,25%",
                       EINVAL);
@@ -64,13 +69,7 @@ Result<BurstLoss> parse_burst(std::string_view text) {
 
 // "xoff,xon[,watchdog]", e.g. "200K,150K" or "200K,150K,1ms".
 Result<PfcShape> parse_pfc(std::string_view text, uint32_t mtu) {
-  std::vector<std::string_view> parts;
-  for (size_t start = 0;;) {
-    const size_t comma = text.find(',', start);
-    parts.push_back(text.substr(start, comma - start));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
+  const std::vector<std::string_view> parts = split_commas(text);
   if (parts.size() < 2 || parts.size() > 3)
     return make_error("'" + std::string(text) + "' is not xoff,xon[,watchdog], e.g. 200K,150K,1ms",
                       EINVAL);

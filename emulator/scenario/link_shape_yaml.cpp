@@ -46,8 +46,13 @@ PfcShape read_pfc(const Field& f, uint32_t mtu) {
 
 }  // namespace
 
-LinkShape read_link_shape(const Field& map, uint32_t mtu) {
+namespace {
+
+// The link-shape keys present in `map`, by the rules of `syntax` (a change may say "off"; its
+// loss_burst and pfc may also be the CLI's text).
+LinkShape read_shape_fields(const Field& map, uint32_t mtu, ShapeSyntax syntax) {
   LinkShape shape;
+  const bool change = syntax == ShapeSyntax::Change;
   for (std::string_view key : kLinkShapeKeys) {
     auto f = map.find(key);
     if (!f) continue;
@@ -55,36 +60,27 @@ LinkShape read_link_shape(const Field& map, uint32_t mtu) {
       shape.reorder = f->boolean();
     } else if (key == "down") {
       shape.down = f->boolean();
-    } else if (key == "loss_burst") {
+    } else if (key == "loss_burst" && (!change || f->is_map())) {
       if (shape.loss) f->fail("give either loss (independent drops) or loss_burst, not both");
       shape.loss_burst = read_burst_loss(*f);
-    } else if (key == "pfc") {
+    } else if (key == "pfc" && (!change || f->is_map())) {
       shape.pfc = read_pfc(*f, mtu);
-    } else if (auto r = set_link_shape_field(shape, key, f->str(), mtu); !r) {
+    } else if (auto r = set_link_shape_field(shape, key, f->str(), mtu, syntax); !r) {
       f->fail(r.error().message);
     }
   }
   return shape;
 }
 
+}  // namespace
+
+LinkShape read_link_shape(const Field& map, uint32_t mtu) {
+  return read_shape_fields(map, mtu, ShapeSyntax::Scenario);
+}
+
 LinkShape read_link_change(const Field& map, uint32_t mtu) {
   map.check_keys(kLinkShapeKeys);
-  LinkShape shape;
-  for (std::string_view key : kLinkShapeKeys) {
-    auto f = map.find(key);
-    if (!f) continue;
-    if (key == "reorder") {
-      shape.reorder = f->boolean();
-    } else if (key == "down") {
-      shape.down = f->boolean();
-    } else if (key == "loss_burst" && f->is_map()) {
-      shape.loss_burst = read_burst_loss(*f);
-    } else if (key == "pfc" && f->is_map()) {
-      shape.pfc = read_pfc(*f, mtu);
-    } else if (auto r = set_link_shape_field(shape, key, f->str(), mtu, ShapeSyntax::Change); !r) {
-      f->fail(r.error().message);
-    }
-  }
+  LinkShape shape = read_shape_fields(map, mtu, ShapeSyntax::Change);
   if (shape.empty()) map.fail("nothing to change; give one of the link-shape settings");
   return shape;
 }
