@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "report/report.h"
 #include "report/svg.h"
@@ -71,17 +72,20 @@ std::vector<ChartSpec::Marker> fault_markers(const RunReport& r, const Unit& tim
   return out;
 }
 
-// Throughput over time of the busiest directions, and drops over time of every direction that
-// dropped, with the fault events marked.
-std::pair<std::string, std::string> link_charts(const LabModel& m, const RunReport& r) {
+// Throughput over time of the busiest directions, drops over time of every direction that
+// dropped, and (where PFC paused a link) the share of each interval the lossless class was
+// paused, with the fault events marked.
+std::tuple<std::string, std::string, std::string> link_charts(const LabModel& m,
+                                                              const RunReport& r) {
   const Topology& t = m.topo;
   const size_t dirs = r.samples.empty() ? 0 : r.samples.back().dirs.size();
   std::vector<double> total(dirs, 0);
-  std::vector<uint64_t> dropped(dirs, 0);
+  std::vector<uint64_t> dropped(dirs, 0), paused(dirs, 0);
   for (size_t d = 0; d < dirs; ++d) {
     const DirectionSample g = run_growth(r, d);
     total[d] = double(g.bytes);
     dropped[d] = g.drops;
+    paused[d] = g.pause_ns;
   }
   // The real fabric's time and rates: a dilated lab's are N times shorter and faster.
   const double span = r.samples.empty() ? 1 : r.samples.back().t_s;
@@ -129,7 +133,19 @@ std::pair<std::string, std::string> link_charts(const LabModel& m, const RunRepo
     drops.series.push_back(
         {"no link dropped a frame",
          {{r.samples.front().t_s * time.scale, 0}, {r.samples.back().t_s * time.scale, 0}}});
-  return {line_chart(rate), line_chart(drops)};
+  ChartSpec pauses = rate;
+  pauses.series.clear();
+  pauses.id = "pause-plot";
+  pauses.title = "PFC: share of the time the lossless class was paused, longest paused first";
+  pauses.y_title = "% of the interval paused";
+  std::vector<size_t> by_pause = order;
+  std::sort(by_pause.begin(), by_pause.end(),
+            [&](size_t a, size_t b) { return paused[a] > paused[b]; });
+  for (size_t k = 0; k < std::min<size_t>(8, by_pause.size()) && paused[by_pause[k]]; ++k)
+    pauses.series.push_back(series(by_pause[k], [&](const DirectionSample& g, double dt) {
+      return std::min(100.0, 100.0 * double(g.pause_ns) / (dt * 1e9));
+    }));
+  return {line_chart(rate), line_chart(drops), pauses.series.empty() ? "" : line_chart(pauses)};
 }
 
 std::string td(const std::string& s) {
@@ -204,8 +220,8 @@ std::string report_html(const LabModel& m, const RunReport& r) {
     }
     h += "</table>\n";
   }
-  const auto [rate, drops] = link_charts(m, r);
-  h += "<h2>Links over time</h2>\n" + rate + drops;
+  const auto [rate, drops, pauses] = link_charts(m, r);
+  h += "<h2>Links over time</h2>\n" + rate + drops + pauses;
   if (!r.expectations.empty()) {
     h += "<h2>Expectations</h2>\n<table id=\"expect\">\n";
     for (const ExpectResult& e : r.expectations)

@@ -211,6 +211,27 @@ TEST(Report, ADropPlotWithoutDropsSaysSo) {
   EXPECT_NE(html.find("<polyline", plot), std::string::npos);
 }
 
+// PFC: a pause plot where a link was paused (the share of each interval), none where none was;
+// the incast step's flows are JSON lines of their own.
+TEST(Report, PausesArePlottedWhereALinkWasPausedAndFlowsAreRecorded) {
+  auto m = build_model(load(kFaulty), 0);
+  ASSERT_TRUE(m.ok());
+  RunReport r = report_with(0.003, 0, true, 2 * m->topo.links.size());
+  EXPECT_EQ(report_html(*m, r).find("<svg id=\"pause-plot\""), std::string::npos);
+  r.samples[1].dirs[0].pause_ns = 250'000'000;  // a quarter of the 1 s between the samples
+  r.samples[1].dirs[0].pause_events = 3;
+  r.steps[0].flows.push_back({"incast", "h2", "h1", 6.25e6, 6.25e6, 0.0, 0, ""});
+  const std::string html = report_html(*m, r);
+  const auto plot = html.find("<svg id=\"pause-plot\"");
+  ASSERT_NE(plot, std::string::npos);
+  EXPECT_NE(html.find("<polyline", plot), std::string::npos);
+  const std::string jsonl = report_json_lines(*m, r);
+  EXPECT_NE(jsonl.find("\"pause_ns\":250000000"), std::string::npos);
+  EXPECT_NE(jsonl.find("{\"type\":\"flow\",\"step\":0,\"role\":\"incast\",\"from\":\"h2\""),
+            std::string::npos)
+      << jsonl.substr(0, 3000);
+}
+
 TEST(Report, DotNamesEveryLink) {
   auto m = build_model(load(kFaulty), 0);
   ASSERT_TRUE(m.ok());
