@@ -73,6 +73,19 @@ void read_iperf(const std::string& out, double factor, FlowResult& f) {
     f.bps = got["sum_received"].value("bits_per_second", 0.0) * factor;
   else if (got.contains("sum"))
     f.bps = got["sum"].value("bits_per_second", 0.0) * factor;
+  // The receiver's test ends when the client's end message reaches it over the control
+  // connection (a lossy-class TCP connection that may wait out an RTO behind a full queue):
+  // its own rate divides by that. What arrived over the time data was arriving is the goodput.
+  if (server.is_object() && server.contains("intervals")) {
+    double bytes = 0, until = 0;
+    for (const Json& i : server["intervals"]) {
+      if (!i.contains("sum")) continue;
+      const double b = i["sum"].value("bytes", 0.0);
+      bytes += b;
+      if (b > 0) until = i["sum"].value("end", until);
+    }
+    if (until > 0) f.bps = bytes * 8 / until * factor;
+  }
   if (end.contains("sum_sent")) f.retransmits = end["sum_sent"].value("retransmits", uint64_t{0});
   if (f.lost >= 0 && got.contains("sum")) f.lost = got["sum"].value("lost_percent", 0.0) / 100;
 }
