@@ -73,26 +73,40 @@ void read_iperf(const std::string& out, double factor, FlowResult& f) {
     f.bps = got["sum_received"].value("bits_per_second", 0.0) * factor;
   else if (got.contains("sum"))
     f.bps = got["sum"].value("bits_per_second", 0.0) * factor;
-  // The receiver's test ends when the client's end message reaches it over the control
-  // connection (a lossy-class TCP connection that may wait out an RTO behind a full queue):
-  // its own rate divides by that. What arrived over the time data was arriving is the goodput.
+  // The receiver's test spans from the control connection's start to the client's end message
+  // (a lossy-class TCP connection that may wait out an RTO behind a full queue, and clients
+  // that start late on a slow machine): its own rate divides by all of that. What arrived over
+  // the time data was arriving is the goodput: from the first interval to the last that saw
+  // more than a trickle (a straggler of 1% of the bytes does not stretch the flow).
   if (server.is_object() && server.contains("intervals")) {
-    double bytes = 0, until = 0;
+    struct Interval {
+      double start, end, bytes;
+    };
+    std::vector<Interval> iv;
+    double bytes = 0;
     for (const Json& i : server["intervals"]) {
       if (!i.contains("sum")) continue;
-      const double b = i["sum"].value("bytes", 0.0);
-      bytes += b;
-      if (b > 0) until = i["sum"].value("end", until);
+      iv.push_back(
+          {i["sum"].value("start", 0.0), i["sum"].value("end", 0.0), i["sum"].value("bytes", 0.0)});
+      bytes += iv.back().bytes;
     }
-    if (until > 0) f.bps = bytes * 8 / until * factor;
+    size_t first = 0, last = iv.size();
+    for (double skipped = 0; first < last && skipped + iv[first].bytes <= 0.01 * bytes; ++first)
+      skipped += iv[first].bytes;
+    for (double skipped = 0; last > first && skipped + iv[last - 1].bytes <= 0.01 * bytes; --last)
+      skipped += iv[last - 1].bytes;
+    double counted = 0;
+    for (size_t k = first; k < last; ++k) counted += iv[k].bytes;
+    if (last > first && iv[last - 1].end > iv[first].start)
+      f.bps = counted * 8 / (iv[last - 1].end - iv[first].start) * factor;
   }
   if (end.contains("sum_sent")) f.retransmits = end["sum_sent"].value("retransmits", uint64_t{0});
   if (f.lost >= 0 && got.contains("sum")) f.lost = got["sum"].value("lost_percent", 0.0) / 100;
 }
 
-// One test, then exit.
+// One test, then exit; JSON, so that the client can hand on the receiver's own intervals.
 std::vector<std::string> iperf_server(int port) {
-  return {"iperf3", "-s", "-1", "-p", std::to_string(port)};
+  return {"iperf3", "-s", "-1", "-J", "-p", std::to_string(port)};
 }
 
 // JSON with the receiver's own report in it, the flow's DSCP in its TOS byte.
