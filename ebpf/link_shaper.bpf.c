@@ -314,9 +314,13 @@ int fabemu_shape(struct __sk_buff* skb) {
   /* The lossless class: never dropped for queue reasons where PFC guards the buffer the frame
    * sits in (it came in over a PFC port, or this node sent it on a PFC port), held back while
    * the far end's buffer for this link is paused. */
-  const int ll = is_lossless(skb, cfg.lossless_dscp, cfg.lossless_udp_port);
+  /* Classified only where PFC applies (this port pauses, or the frame came in over a guarded
+   * port): a lab without PFC pays one lookup per forwarded frame, not a parse. */
   const __u32 in = skb->ingress_ifindex;
-  const int no_queue_drop = ll && (in ? pfc_guarded(in) : cfg.pfc_peer != 0);
+  const int guarded_in = in && pfc_guarded(in);
+  const int ll =
+      (guarded_in || cfg.pfc_peer) && is_lossless(skb, cfg.lossless_dscp, cfg.lossless_udp_port);
+  const int no_queue_drop = ll && (in ? guarded_in : 1);
   __u64 hold = 0;
   if (ll && cfg.pfc_peer && cfg.pfc_xoff_bytes && !(cfg.flags & FABEMU_LINK_POLICER)) {
     /* When the frame would start: read without the lock, a guess that the stamp below fixes. */
@@ -405,7 +409,7 @@ int fabemu_shape(struct __sk_buff* skb) {
   cnt->pause_ns += paused_ns;
   cnt->pause_events += pause_began;
   /* The frame sits in this node's buffer for the port it came in on until it leaves. */
-  if (ll && in && done) pfc_account(in, now, done, wire);
+  if (ll && guarded_in && done) pfc_account(in, now, done, wire);
 
   if (v != PASS) cnt->lossless_drops += ll & 1;
   switch (v) {
