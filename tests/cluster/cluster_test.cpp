@@ -398,9 +398,14 @@ workload:
     sizes: [64K, 1M]
     iterations: 3
 )";
-  if (torch)
-    text += "  - exec: {hosts: all, command: [/usr/bin/python3, " + kSourceDir +
-            "/scenarios/examples/torch_allreduce.py], timeout: 300s}\n";
+  if (torch) {
+    // Where every machine and every host sees it, as a shared filesystem (hosts have a /tmp of
+    // their own, and the source tree may be under /tmp).
+    const std::string script = state_ + "/shared/torch_allreduce.py";
+    std::filesystem::copy_file(kSourceDir + "/scenarios/examples/torch_allreduce.py", script,
+                               std::filesystem::copy_options::overwrite_existing);
+    text += "  - exec: {hosts: all, command: [/usr/bin/python3, " + script + "], timeout: 300s}\n";
+  }
   Outcome o = on_cluster({"run", scenario(lab, text), "--lab", lab, "--on", "slurm", "--report",
                           state_ + "/shared/report-" + lab},
                          600s);
