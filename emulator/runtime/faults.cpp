@@ -103,6 +103,13 @@ FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vect
     a.step = std::move(s);
     log_.push_back(std::move(a));
   }
+  // Opening the maps loads and verifies the link model: here, before the workload starts, so
+  // that a link fault lands when it is due even while the ranks keep every CPU busy. (Opened
+  // late, apply() tries again and says why it cannot.)
+  bool links = false;
+  for (const AppliedFault& a : log_) links |= a.step.kind != FaultStep::Kind::Cpu;
+  if (links)
+    if (auto maps = open_link_model(paths_)) maps_.emplace(std::move(*maps));
 }
 
 FaultPlayer::~FaultPlayer() {
