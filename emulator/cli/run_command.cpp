@@ -164,8 +164,8 @@ void print_links(const LabModel& m, const RunReport& r) {
   uint64_t lossless_drops = 0;
   for (const DirectionSample& d : g) lossless_drops += d.lossless_drops;
   std::printf(
-      "PFC pauses of the lossless class, longest first (frames of the class dropped on "
-      "all links: %llu):\n  %-22s %12s %8s %8s\n",
+      "PFC pauses of the lossless class, longest first (frames of the class dropped where "
+      "PFC applies: %llu):\n  %-22s %12s %8s %8s\n",
       static_cast<unsigned long long>(lossless_drops), "DIRECTION", "PAUSED", "OF RUN", "XOFF");
   for (size_t k = 0; k < std::min<size_t>(8, paused.size()); ++k) {
     const size_t d = paused[k];
