@@ -416,11 +416,16 @@ TEST_P(SwitchTest, DownLeavesNothingAndEndsProcessesInTheLab) {
   // The sleep was reaped above; anything else that was inside must be gone as well.
   for (pid_t pid : inside) {
     if (pid == sleep_pid) continue;
-    // A daemon that detached is reaped by init, whenever init gets to it: dead is enough.
-    const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
-    const bool zombie = stat.find(") Z ") != std::string::npos;
-    EXPECT_TRUE((::kill(pid, 0) != 0 && errno == ESRCH) || zombie)
-        << "process " << pid << " survived";
+    // A daemon that detached is reaped by init, whenever init gets to it: dead is enough. A
+    // process killed by `down` may still be on its way out (exiting takes the kernel a moment
+    // on a busy machine): give it a few seconds to get there.
+    auto gone = [pid] {
+      const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+      const bool zombie = stat.find(") Z ") != std::string::npos;
+      return (::kill(pid, 0) != 0 && errno == ESRCH) || zombie;
+    };
+    for (int i = 0; i < 300 && !gone(); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(gone()) << "process " << pid << " survived";
   }
   EXPECT_EQ(Snapshot::take(name), before);
 }
