@@ -83,8 +83,13 @@ TEST_F(IncastTest, PfcDropsNoFrameOfTheClassAndThePausesReachTheSenders) {
   // and leaf2's senders.
   const size_t pauses = o.out.find("PFC pauses of the lossless class");
   ASSERT_NE(pauses, std::string::npos) << o;
-  for (const char* dir : {"h2>leaf1", "spine1>leaf1", "h4>leaf2"})
+  for (const char* dir : {"h2>leaf1", "spine1>leaf1"})
     EXPECT_NE(o.out.find(dir, pauses), std::string::npos) << dir << " was never paused\n" << o;
+  // Which of leaf2's senders leaf2 pauses depends on whose frames fill its buffers first.
+  EXPECT_TRUE(o.out.find("h4>leaf2", pauses) != std::string::npos ||
+              o.out.find("h5>leaf2", pauses) != std::string::npos)
+      << "no sender on leaf2 was paused\n"
+      << o;
 }
 
 }  // namespace
