@@ -419,16 +419,13 @@ int cluster_link_set(const LinkSetArgs& a, const LabPaths& base) {
     words.insert(words.end(), {"up", a.lab, a.link});
   } else {
     words.insert(words.end(), {"set", a.lab, a.link});
-    const std::pair<const char*, const std::string*> given[] = {{"--rate", &a.rate},
-                                                                {"--delay", &a.delay},
-                                                                {"--jitter", &a.jitter},
-                                                                {"--loss", &a.loss},
-                                                                {"--loss-burst", &a.loss_burst},
-                                                                {"--queue", &a.queue},
-                                                                {"--ecn", &a.ecn},
-                                                                {"--pfc", &a.pfc}};
-    for (const auto& [flag, value] : given)
-      if (!value->empty()) words.insert(words.end(), {flag, *value});
+
+    for (const auto& [key, value] : a.shape_options()) {
+      if (value->empty()) continue;
+      std::string flag = "--" + std::string(key);  // the option link set takes for the key
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      words.insert(words.end(), {flag, *value});
+    }
     if (a.reorder) words.push_back(*a.reorder ? "--reorder" : "--no-reorder");
     if (a.accept_degraded) words.push_back("--accept-degraded");
   }

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "apply/lab.h"
@@ -49,6 +51,18 @@ struct LinkSetArgs {
   std::optional<bool> reorder, down;
   bool accept_degraded = false;
   std::string on;  // --on slurm: a lab across machines
+  // The shape settings given, by their link-shape key (`ecn_threshold` is --ecn-threshold):
+  // what `link set` parses and what `--on slurm` hands on to every machine.
+  std::vector<std::pair<std::string_view, const std::string*>> shape_options() const {
+    return {{"rate", &rate},
+            {"delay", &delay},
+            {"jitter", &jitter},
+            {"loss", &loss},
+            {"loss_burst", &loss_burst},
+            {"queue", &queue},
+            {"ecn_threshold", &ecn},
+            {"pfc", &pfc}};
+  }
 };
 
 // `perf LAB SERVER CLIENT --tool ib_write_bw -- EXTRA...`

@@ -15,14 +15,7 @@ namespace {
 // malformed.
 std::variant<LinkShape, int> shape_of(const LinkSetArgs& a, uint32_t mtu) {
   LinkShape s;
-  const std::pair<std::string_view, const std::string*> given[] = {{"rate", &a.rate},
-                                                                   {"delay", &a.delay},
-                                                                   {"jitter", &a.jitter},
-                                                                   {"loss", &a.loss},
-                                                                   {"loss_burst", &a.loss_burst},
-                                                                   {"queue", &a.queue},
-                                                                   {"ecn_threshold", &a.ecn},
-                                                                   {"pfc", &a.pfc}};
+  const auto given = a.shape_options();
   for (const auto& [key, text] : given) {
     if (text->empty()) continue;
     if (auto r = set_link_shape_field(s, key, *text, mtu, ShapeSyntax::Change); !r) {
