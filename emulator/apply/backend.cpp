@@ -39,6 +39,10 @@ Result<void> Backend::apply(const Action& action) {
           return start_ovs(a);
         else if constexpr (std::is_same_v<T, ConfigureOvs>)
           return configure_ovs(a);
+        else if constexpr (std::is_same_v<T, StartRouter>)
+          return start_router(a);
+        else if constexpr (std::is_same_v<T, AwaitRoutes>)
+          return await_routes(a);
         else
           return shape_port(a);
       },

@@ -29,6 +29,8 @@ class Backend {
   virtual Result<void> disable_offloads(const DisableOffloads& a) = 0;
   virtual Result<void> start_ovs(const StartOvs& a) = 0;
   virtual Result<void> configure_ovs(const ConfigureOvs& a) = 0;
+  virtual Result<void> start_router(const StartRouter& a) = 0;
+  virtual Result<void> await_routes(const AwaitRoutes& a) = 0;
   // Completes any batched work and returns the calling thread to its own namespaces.
   virtual Result<void> finish() = 0;
 

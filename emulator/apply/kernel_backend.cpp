@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "apply/port_shaping.h"
 #include "apply/processes.h"
@@ -294,6 +295,38 @@ Result<void> KernelBackend::configure_ovs(const ConfigureOvs& a) {
   if (!ovs_) return make_error(describe(a) + ": OVS was not started", EINVAL);
   FABEMU_TRY(enter(a.ns));
   return configure_ovs_bridges(*ovs_, a);
+}
+
+Result<void> KernelBackend::start_router(const StartRouter& a) {
+  if (!frr_) {
+    auto tools = find_frr(a.daemons);
+    if (!tools) return tools.error();
+    frr_ = std::move(*tools);
+  }
+  FABEMU_TRY(enter(a.ns));  // the daemons start in this thread's namespace
+  return start_frr_daemons(*frr_, a);
+}
+
+Result<void> KernelBackend::await_routes(const AwaitRoutes& a) {
+  auto sock = socket_in(a.ns);
+  if (!sock) return sock.error();
+  const auto deadline = std::chrono::steady_clock::now() + a.timeout;
+  for (;;) {
+    auto fib = (*sock)->gateway_routes();
+    if (!fib) return fib.error().context("in namespace " + a.ns);
+    const auto missing = missing_routes(a, *fib);
+    if (missing.empty()) return ok();
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::string what;
+      for (const auto& m : missing) what += "; " + m;
+      return make_error("BGP did not converge: after " + std::to_string(a.timeout.count() / 1000) +
+                            " s " + a.node + "'s FIB lacks planned routes" + what +
+                            " (see `fabemu exec LAB:" + a.node +
+                            " -- vtysh -c 'show bgp summary'` and the logs in its /run/frr)",
+                        ETIMEDOUT);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 Result<void> KernelBackend::mount_run_dir(const std::string& dir) {

@@ -8,6 +8,7 @@
 
 #include "apply/backend.h"
 #include "apply/cgroup.h"
+#include "apply/frr.h"
 #include "apply/ovs.h"
 #include "apply/rtnl.h"
 #include "shaping/link_shaper.h"
@@ -41,6 +42,8 @@ class KernelBackend : public Backend {
   Result<void> disable_offloads(const DisableOffloads& a) override;
   Result<void> start_ovs(const StartOvs& a) override;
   Result<void> configure_ovs(const ConfigureOvs& a) override;
+  Result<void> start_router(const StartRouter& a) override;
+  Result<void> await_routes(const AwaitRoutes& a) override;
   Result<void> finish() override;
   Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>& journal) override;
@@ -68,6 +71,7 @@ class KernelBackend : public Backend {
   std::map<std::string, std::string> fresh_values_;  // sysctl values of a new namespace
   std::optional<LinkShaper> shaper_;                 // loaded by LoadShaper
   std::optional<OvsTools> ovs_;                      // found by StartOvs
+  std::optional<FrrTools> frr_;                      // found by the first StartRouter
 };
 
 }  // namespace fabemu

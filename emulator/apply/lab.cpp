@@ -7,7 +7,9 @@
 #include <optional>
 #include <set>
 
+#include "apply/frr.h"
 #include "apply/run_root.h"
+#include "plan/frr.h"
 #include "plan/partition.h"
 #include "scenario/loader.h"
 #include "util/files.h"
@@ -31,6 +33,8 @@ const char* phase_of(const Action& a) {
   if (std::holds_alternative<CreateCgroup>(a)) return "cgroups";
   if (std::holds_alternative<CreateRxe>(a)) return "rdma";
   if (std::holds_alternative<StartOvs>(a) || std::holds_alternative<ConfigureOvs>(a)) return "ovs";
+  if (std::holds_alternative<StartRouter>(a)) return "bgp";
+  if (std::holds_alternative<AwaitRoutes>(a)) return "converge";
   if (std::holds_alternative<LoadShaper>(a) || std::holds_alternative<ShapePort>(a))
     return "shaping";
   return nullptr;
@@ -89,6 +93,11 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
       if (!placement) return placement.error();
       out.model.part = *options.part;
       out.model.part->placement = std::move(*placement);
+    }
+    if (!out.model.bgp.empty()) {
+      // Refused before anything is made: timers FRR would not take, or no FRR.
+      FABEMU_TRY(frr_timers_fit(out.model));
+      if (auto frr = find_frr(frr_daemons(out.model)); !frr) return frr.error();
     }
     out.plan = make_plan(out.model, paths, *pool, options.plan);
     out.plan_options = options.plan;

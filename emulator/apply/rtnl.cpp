@@ -4,11 +4,15 @@
 #include <arpa/inet.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <netlink/cache.h>
 #include <netlink/errno.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/route.h>
+
+#include <algorithm>
+#include <cstring>
 
 namespace fabemu {
 namespace {
@@ -163,6 +167,39 @@ Result<void> RtnlSocket::put_route(Prefix dst, const std::vector<Hop>& hops,
   if (int err = rtnl_route_add(sock_.get(), route.get(), flags); err < 0)
     return nl_error(err, what);
   return ok();
+}
+
+Result<std::vector<RtnlSocket::KernelRoute>> RtnlSocket::gateway_routes() {
+  nl_cache* raw = nullptr;
+  if (int err = rtnl_route_alloc_cache(sock_.get(), AF_INET, 0, &raw); err < 0)
+    return nl_error(err, "reading the routing table");
+  std::unique_ptr<nl_cache, Deleter<nl_cache, nl_cache_free>> cache(raw);
+  std::vector<KernelRoute> out;
+  for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
+    auto* r = reinterpret_cast<rtnl_route*>(o);
+    if (rtnl_route_get_table(r) != RT_TABLE_MAIN || rtnl_route_get_type(r) != RTN_UNICAST) continue;
+    KernelRoute k;
+    nl_addr* dst = rtnl_route_get_dst(r);
+    if (dst && nl_addr_get_len(dst) == 4) {
+      uint32_t be;
+      std::memcpy(&be, nl_addr_get_binary_addr(dst), 4);
+      k.dst = Prefix{Ipv4{ntohl(be)}, static_cast<int>(nl_addr_get_prefixlen(dst))};
+    } else {
+      k.dst = Prefix{Ipv4{0}, 0};
+    }
+    k.protocol = rtnl_route_get_protocol(r);
+    for (int i = 0, n = rtnl_route_get_nnexthops(r); i < n; ++i) {
+      nl_addr* gw = rtnl_route_nh_get_gateway(rtnl_route_nexthop_n(r, i));
+      if (!gw || nl_addr_get_len(gw) != 4) continue;
+      uint32_t be;
+      std::memcpy(&be, nl_addr_get_binary_addr(gw), 4);
+      k.gateways.push_back(Ipv4{ntohl(be)});
+    }
+    if (k.gateways.empty()) continue;
+    std::sort(k.gateways.begin(), k.gateways.end());
+    out.push_back(std::move(k));
+  }
+  return out;
 }
 
 }  // namespace fabemu

@@ -32,6 +32,14 @@ class RtnlSocket {
                              const std::string& what);
   // Deletes the main table's route to dst; a route that is not there counts as deleted.
   Result<void> delete_route(Prefix dst, const std::string& what);
+  // The main table's IPv4 unicast routes with gateways (connected and local ones left out):
+  // destination, next hops' gateways (sorted) and the protocol that installed it (RTPROT_*).
+  struct KernelRoute {
+    Prefix dst;
+    std::vector<Ipv4> gateways;
+    int protocol = 0;
+  };
+  Result<std::vector<KernelRoute>> gateway_routes();
 
  private:
   struct Free {

@@ -77,6 +77,21 @@ std::vector<std::string> up_notes(const Scenario& s, const UpResult& up) {
                                     "; offloads off on every switch link") +
                   "); `fabemu exec LAB:SWITCH -- ovs-ofctl dump-flows SWITCH`");
   }
+  if (up.plan.bgp_routers) {
+    double converge = 0;
+    for (const auto& [phase, secs] : up.phase_seconds)
+      if (phase == "bgp" || phase == "converge") converge += secs;
+    const auto& bfd = s.fabric.bfd;
+    size_t routes = 0;
+    for (const BgpRouter& r : up.model.bgp) routes += r.fib.size();
+    out.push_back("routing: eBGP (FRR) on " + std::to_string(up.plan.bgp_routers) + " switches, " +
+                  (bfd ? "BFD every " + format_time_ns(bfd->interval_ns) + " x " +
+                             std::to_string(bfd->multiplier)
+                       : std::string("no BFD")) +
+                  printf_string("; started and converged to the %zu planned routes in %.2f s",
+                                routes, converge) +
+                  "; `fabemu exec LAB:SWITCH -- vtysh -c 'show bgp summary'`");
+  }
   if (up.plan.rxe_devices)
     out.push_back("rdma: rxe on " + std::to_string(up.plan.rxe_devices) +
                   " hosts (fabemu-LAB-HOST on each host's NIC, RoCEv2 GID index 1); `fabemu "

@@ -17,6 +17,11 @@ Result<LabModel> build_model(const Scenario& scenario, int pool) {
   auto routes = plan_routes(m.topo, m.addresses);
   if (!routes) return routes.error();
   m.routes = std::move(*routes);
+  if (scenario.fabric.routing == Routing::Bgp) {
+    auto bgp = plan_bgp(m.topo, m.addresses);
+    if (!bgp) return bgp.error();
+    m.bgp = std::move(*bgp);
+  }
   if (!scenario.time_scale.automatic && scenario.time_scale.factor != 1) {
     m.time_scale.factor = scenario.time_scale.factor;
     m.time_scale_why = "time_scale in the scenario";
@@ -33,6 +38,12 @@ std::vector<int> Placement::nodes_of(int m) const {
   for (size_t n = 0; n < machine_of.size(); ++n)
     if (machine_of[n] == m) out.push_back(static_cast<int>(n));
   return out;
+}
+
+const BgpRouter* bgp_router(const LabModel& m, int node) {
+  for (const BgpRouter& r : m.bgp)
+    if (r.node == node) return &r;
+  return nullptr;
 }
 
 bool local_node(const LabModel& m, int node) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/addressing.h"
+#include "model/bgp.h"
 #include "model/routing.h"
 #include "model/time_scale.h"
 #include "model/topology.h"
@@ -60,6 +61,10 @@ struct LabModel {
   Topology topo;
   AddressPlan addresses;
   std::vector<std::vector<Route>> routes;
+  // routing: bgp: the switches that run FRR, their sessions and the FIB they must converge to
+  // (switches then get from the plan only their routes to hosts, `routes` stays the static
+  // plan: what the OVS flows and the fault player's static reroute use).
+  std::vector<BgpRouter> bgp;
   // Not part of the pure model: what `up` decided, read back from the run dir by lab_model()
   // (build_model leaves it off), so that `exec` and workloads see the hosts' rxe devices.
   RdmaChoice rdma;
@@ -77,6 +82,9 @@ bool local_node(const LabModel& m, int node);
 
 // Scenario -> topology -> addresses (out of pool `pool`) -> routes, all pure.
 Result<LabModel> build_model(const Scenario& scenario, int pool);
+
+// The BGP router on `node`, or null (static routing, or a switch without switch links).
+const BgpRouter* bgp_router(const LabModel& m, int node);
 
 // Whether the lab's switches are OVS bridges (all in one namespace) rather than routers.
 bool ovs_switches(const LabModel& m);

@@ -55,7 +55,7 @@ void summarize_upward(const Topology& t, int r, std::vector<Route>& routes) {
 }  // namespace
 
 Result<std::vector<std::vector<Route>>> plan_routes(const Topology& t, const AddressPlan& plan,
-                                                    const std::set<int>& failed) {
+                                                    const std::set<int>& failed, bool summarize) {
   const int n = static_cast<int>(t.nodes.size());
   std::vector<std::vector<Route>> routes(n);
   auto dist = switch_distances(t, failed);
@@ -104,7 +104,8 @@ Result<std::vector<std::vector<Route>>> plan_routes(const Topology& t, const Add
     }
   }
 
-  for (int r : switches) summarize_upward(t, r, routes[r]);
+  if (summarize)
+    for (int r : switches) summarize_upward(t, r, routes[r]);
 
   // Every host must reach every other host: a host hangs off some switch, and all those
   // switches must be mutually reachable (or be the same switch).

@@ -29,8 +29,11 @@ struct Route {
 // /32 routes to the hosts that share that switch, so GPU peers of one machine talk over it.
 // `failed`: links (by index) that carry nothing, as after a routing protocol saw them fail; the
 // routes then go around them, and the error says when nothing can.
+// `summarize`: default routes over a switch's main upward group (a real leaf's); off, every
+// destination has its own route, as a routing protocol installs them.
 Result<std::vector<std::vector<Route>>> plan_routes(const Topology& topo, const AddressPlan& plan,
-                                                    const std::set<int>& failed = {});
+                                                    const std::set<int>& failed = {},
+                                                    bool summarize = true);
 
 // Hop distances between switches over switch-switch links (-1 = unreachable).
 std::vector<std::vector<int>> switch_distances(const Topology& topo,

@@ -58,6 +58,10 @@ struct LabPaths {
   // With Open vSwitch switches: the daemons' database, sockets, logs and each bridge's flows.
   std::string ovs_dir() const { return run_dir() + "/ovs"; }
   std::string ovs_file() const { return run_dir() + "/ovs-datapath"; }  // kernel or userspace
+  // With routing: bgp: each router's FRR configuration (seen as /etc/frr inside the node) and
+  // its daemons' sockets, pid files and logs (seen as /run/frr).
+  std::string frr_etc(const std::string& node) const { return run_dir() + "/frr/" + node + "/etc"; }
+  std::string frr_run(const std::string& node) const { return run_dir() + "/frr/" + node + "/run"; }
   // RDMA device names are global (not per namespace): named like the host's namespace, the lab
   // and host in the name keep them apart and tell users whose they are.
   std::string rxe_name(const std::string& host) const { return ns_name(host); }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "plan/frr.h"
 #include "plan/partition.h"
 #include "util/json.h"
 #include "util/prng.h"
@@ -370,7 +371,13 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
                                         Prefix{m.addresses.address_of(t, l, node), 31}});
     if (m.addresses.loopback[id])
       plan.actions.push_back(AddAddress{ns, "lo", Prefix{*m.addresses.loopback[id], 32}});
+    const BgpRouter* bgp = bgp_router(m, node);
     for (const Route& r : m.routes[id]) {
+      // A BGP router learns its routes to other switches from its peers.
+      if (bgp && std::all_of(r.nexthops.begin(), r.nexthops.end(), [&](const Nexthop& h) {
+            return t.nodes[t.links[h.link].peer(node).node].role == Role::Switch;
+          }))
+        continue;
       AddRoute a{ns, r.dst, {}, r.src, n.role == Role::Host ? host_rto_min_ms(m) : std::nullopt};
       for (const Nexthop& h : r.nexthops)
         a.hops.push_back({h.gateway, t.links[h.link].end(node).ifname});
@@ -446,6 +453,34 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     if (n->role == Role::Host) plan.actions.push_back(MakeDir{paths.host_tmp(n->name)});
   }
 
+  // routing: bgp: FRR on every router once its ports are shaped (BGP and BFD cross the link
+  // model like any traffic), then `up` waits for each FIB to hold the planned routes.
+  if (!m.bgp.empty()) {
+    const FrrTimers timers = frr_timers(m);
+    for (const BgpRouter& r : m.bgp) {
+      if (!local(r.node)) continue;
+      const std::string& name = t.nodes[r.node].name;
+      plan.actions.push_back(MakeDir{paths.frr_etc(name)});
+      plan.actions.push_back(MakeDir{paths.frr_run(name)});
+      for (const FrrConfig& c : frr_configs(m, r, timers))
+        plan.actions.push_back(WriteFile{paths.frr_etc(name) + "/" + c.file, c.text});
+      plan.actions.push_back(StartRouter{paths.ns_name(name), name, paths.frr_etc(name),
+                                         paths.frr_run(name), frr_daemons(m)});
+      ++plan.bgp_routers;
+    }
+    for (const BgpRouter& r : m.bgp) {
+      if (!local(r.node)) continue;
+      AwaitRoutes a{paths.ns_name(t.nodes[r.node].name), t.nodes[r.node].name, {}};
+      for (const Route& route : r.fib) {
+        AwaitRoutes::Expected e{route.dst, {}};
+        for (const Nexthop& h : route.nexthops) e.gateways.push_back(h.gateway);
+        std::sort(e.gateways.begin(), e.gateways.end());
+        a.routes.push_back(std::move(e));
+      }
+      plan.actions.push_back(std::move(a));
+    }
+  }
+
   // cgroups only for limited hosts: a memory cgroup costs the kernel far more than a namespace.
   // (A host that a fault slows down gets one too: its quota changes during the run.)
   bool any_cgroup = false;
@@ -512,6 +547,15 @@ std::string describe(const Action& action) {
     }
     std::string operator()(const DisableOffloads& a) const {
       return "turn checksum/segmentation offloads off on " + a.ifname + " in " + a.ns;
+    }
+    std::string operator()(const StartRouter& a) const {
+      std::string s = "start FRR (";
+      for (size_t i = 0; i < a.daemons.size(); ++i) s += (i ? ", " : "") + a.daemons[i];
+      return s + ") for " + a.node + " in " + a.ns + " (config " + a.etc_dir + ")";
+    }
+    std::string operator()(const AwaitRoutes& a) const {
+      return "wait until " + a.node + "'s FIB holds its " + std::to_string(a.routes.size()) +
+             " planned routes (BGP converged)";
     }
     std::string operator()(const StartOvs& a) const {
       return "start ovsdb-server and ovs-vswitchd in " + a.ns + " (run dir " + a.dir + ")";

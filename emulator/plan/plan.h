@@ -1,6 +1,7 @@
 // Plan: the ordered list of kernel and file-system actions that brings a lab up.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -176,10 +177,33 @@ struct CreateRxe {
   std::string name;
 };
 
+// routing: bgp: FRR's daemons for one router switch, started in its namespace with its own
+// /etc/frr (etc_dir, the configuration) and /run/frr (run_dir: sockets, pid files, logs)
+// bind-mounted in a mount namespace of their own. They detach; `down` kills them with every
+// other process in the lab's namespaces.
+struct StartRouter {
+  std::string ns, node;
+  std::string etc_dir, run_dir;
+  std::vector<std::string> daemons;  // zebra, bfdd, bgpd
+};
+
+// Waits until the kernel FIB of a router holds `routes` (each destination with exactly these
+// next hops), i.e. until BGP has converged to the routing plan; fails at the deadline naming
+// what is missing.
+struct AwaitRoutes {
+  std::string ns, node;
+  struct Expected {
+    Prefix dst;
+    std::vector<Ipv4> gateways;  // sorted
+  };
+  std::vector<Expected> routes;
+  std::chrono::milliseconds timeout{60000};
+};
+
 using Action =
     std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, CreateVxlan, AddAddress,
                  AddRoute, WriteFile, MakeDir, MakeSymlink, CreateCgroup, LoadShaper, ShapePort,
-                 CreateRxe, DisableOffloads, StartOvs, ConfigureOvs>;
+                 CreateRxe, DisableOffloads, StartOvs, ConfigureOvs, StartRouter, AwaitRoutes>;
 
 std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 
@@ -205,6 +229,7 @@ struct Plan {
   int shaped_ports = 0;
   int rxe_devices = 0;
   int ovs_bridges = 0;
+  int bgp_routers = 0;
 };
 
 // RdmaChoice and OvsChoice (model/lab_model.h) as the run dir keeps them

@@ -151,7 +151,11 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
           {"wall_applied_s", or_null(f.done, f.applied_wall_s)},
           {"done", f.done},
           {"detail", f.detail},
-          {"error", f.error}});
+          {"error", f.error},
+          // routing: bgp: when the routers' FIBs changed after it (real seconds).
+          {"fib_switches", f.fib_switches},
+          {"fib_first_s", or_null(f.fib_first_s.has_value(), f.fib_first_s.value_or(0))},
+          {"fib_last_s", or_null(f.fib_last_s.has_value(), f.fib_last_s.value_or(0))}});
   for (const TelemetrySample& s : r.samples) {
     Json dirs = Json::array();
     for (size_t d = 0; d < s.dirs.size(); ++d) {

@@ -11,6 +11,7 @@
 #include "apply/rtnl.h"
 #include "util/netns.h"
 #include "util/prng.h"
+#include "util/units.h"
 
 namespace fabemu {
 namespace {
@@ -110,6 +111,12 @@ FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vect
   for (const AppliedFault& a : log_) links |= a.step.kind != FaultStep::Kind::Cpu;
   if (links)
     if (auto maps = open_link_model(paths_)) maps_.emplace(std::move(*maps));
+  if (links && !model.bgp.empty()) {
+    if (auto w = FibWatcher::start(model, paths))
+      fib_ = std::move(*w);
+    else
+      fib_error_ = w.error().what();
+  }
 }
 
 FaultPlayer::~FaultPlayer() {
@@ -127,8 +134,47 @@ void FaultPlayer::stop() {
 }
 
 std::vector<AppliedFault> FaultPlayer::log() const {
-  std::lock_guard lock(mu_);
-  return log_;
+  std::vector<AppliedFault> out;
+  {
+    std::lock_guard lock(mu_);
+    out = log_;
+  }
+  if (!fib_) return out;
+  // Each link step owns the FIB changes from when it took effect to the next link step's.
+  const std::vector<FibChange> changes = fib_->changes();
+  for (size_t i = 0; i < out.size(); ++i) {
+    AppliedFault& a = out[i];
+    if (!a.done || a.step.kind == FaultStep::Kind::Cpu || a.step.kind == FaultStep::Kind::Shape)
+      continue;
+    const auto from = t0_ + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(a.applied_wall_s));
+    auto until = Clock::time_point::max();
+    for (size_t j = i + 1; j < out.size(); ++j)
+      if (out[j].done && out[j].step.kind != FaultStep::Kind::Cpu &&
+          out[j].step.kind != FaultStep::Kind::Shape) {
+        until = t0_ + std::chrono::duration_cast<Clock::duration>(
+                          std::chrono::duration<double>(out[j].applied_wall_s));
+        break;
+      }
+    std::set<int> switches;
+    for (const FibChange& c : changes) {
+      if (c.at < from || c.at >= until) continue;
+      const double s = model_.time_scale.real_s(std::chrono::duration<double>(c.at - from).count());
+      if (!a.fib_first_s) a.fib_first_s = s;
+      a.fib_last_s = s;
+      a.fib_routes += c.routes;
+      switches.insert(c.node);
+    }
+    a.fib_switches = static_cast<int>(switches.size());
+    if (a.fib_first_s)
+      a.detail += printf_string(
+          "; FIB changed on %d switches (%d routes), first after %.0f ms, "
+          "last after %.0f ms",
+          a.fib_switches, a.fib_routes, *a.fib_first_s * 1e3, *a.fib_last_s * 1e3);
+    else
+      a.detail += "; no FIB changed";
+  }
+  return out;
 }
 
 void FaultPlayer::run(std::stop_token stop) {
@@ -185,6 +231,15 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
   }
   if (ovs_switches(model_))
     return std::string("link model updated; OVS switches keep their flows (no reroute)");
+  if (!model_.bgp.empty()) {
+    const auto& bfd = model_.scenario.fabric.bfd;
+    return std::string(s.kind == K::Down ? "link model drops everything" : "link model carries") +
+           "; BGP reroutes (" +
+           (bfd ? "BFD every " + format_time_ns(bfd->interval_ns) + " x " +
+                      std::to_string(bfd->multiplier)
+                : std::string("no BFD: BGP's hold timer")) +
+           ")" + (fib_ ? "" : "; FIB changes not recorded: " + fib_error_);
+  }
   return reroute();
 }
 

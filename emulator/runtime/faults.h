@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "runtime/fib_watch.h"
 #include "shaping/link_shaper.h"
 #include "util/result.h"
 
@@ -48,6 +49,10 @@ struct AppliedFault {
   bool done = false;  // false: failed (error says why) or not reached before the end
   std::string error;
   std::string detail;  // "routes changed on 4 switches", ...
+  // routing: bgp, link steps: the routers' FIB changes after it (before the next link step),
+  // the first and last in the real fabric's seconds after the step took effect.
+  int fib_switches = 0, fib_routes = 0;
+  std::optional<double> fib_first_s, fib_last_s;
 };
 
 // Plays the timeline from `start` on a thread of its own, at the lab's time scale (a step due at
@@ -55,7 +60,8 @@ struct AppliedFault {
 // and skips what was not due yet. Link steps go through the link model's maps (`down` drops
 // everything in both directions) and, with reroute, replace the routes of every router switch
 // with the plan for the fabric without the failed links (what a routing protocol would
-// converge to); host steps write the host's cgroup CPU quota.
+// converge to); with routing: bgp the routers' own BGP and BFD do that, and the player records
+// when each FIB changed. Host steps write the host's cgroup CPU quota.
 class FaultPlayer {
  public:
   FaultPlayer(const LabModel& model, const LabPaths& paths, std::vector<FaultStep> steps);
@@ -78,6 +84,8 @@ class FaultPlayer {
   std::optional<LinkShaper> maps_;           // the link model's, opened at the first link step
   std::set<int> failed_;                     // links down with reroute
   std::vector<std::vector<Route>> current_;  // the routes installed now
+  std::unique_ptr<FibWatcher> fib_;          // routing: bgp
+  std::string fib_error_;                    // why there is no watcher
   std::chrono::steady_clock::time_point t0_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;  // waits end early when the thread is asked to stop

@@ -34,6 +34,9 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
     const auto env = ovs_env(paths.ovs_dir());
     c.env.insert(c.env.end(), env.begin(), env.end());
   }
+  // A BGP router's FRR: vtysh there reaches its own daemons.
+  if (!c.host && bgp_router(m, id))
+    c.binds = {{paths.frr_etc(n.name), "/etc/frr"}, {paths.frr_run(n.name), "/run/frr"}};
   if (!c.host) return c;
 
   c.uts_path = paths.uts_path(n.name);

@@ -16,6 +16,9 @@ struct NodeContext {
   std::string etc_dir;               // files bind-mounted over /etc (hosts)
   std::string tmp_dir;               // bind-mounted over /tmp (hosts)
   std::string cgroup;                // relative cgroup path, empty when the host has none
+  // Further directories bind-mounted in the node's view (source, target): a BGP router's own
+  // /etc/frr and /run/frr, so that `vtysh` there talks to its daemons.
+  std::vector<std::pair<std::string, std::string>> binds;
   std::vector<std::pair<std::string, std::string>> env;
 };
 

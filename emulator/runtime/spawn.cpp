@@ -22,12 +22,6 @@
 namespace fabemu {
 namespace {
 
-Result<void> bind_mount(const std::string& from, const std::string& to) {
-  if (::mount(from.c_str(), to.c_str(), "none", MS_BIND, nullptr) != 0)
-    return errno_error("bind-mounting " + from + " on " + to);
-  return ok();
-}
-
 volatile sig_atomic_t g_signal = 0;
 void remember_signal(int sig) {
   g_signal = sig;
@@ -49,10 +43,7 @@ Result<void> enter_node(const NodeContext& c) {
   FABEMU_TRY(enter_namespace(net->get(), CLONE_NEWNET, c.netns_path));
   if (uts.valid()) FABEMU_TRY(enter_namespace(uts.get(), CLONE_NEWUTS, c.uts_path));
 
-  if (::unshare(CLONE_NEWNS) != 0) return errno_error("creating a mount namespace");
-  // Our mounts must not leak back to the host; the host's unmounts still reach us.
-  if (::mount("", "/", "none", MS_SLAVE | MS_REC, nullptr) != 0)
-    return errno_error("making / a slave mount");
+  FABEMU_TRY(enter_private_mounts());
   // A sysfs mounted from inside the namespace lists the node's own interfaces.
   ::umount2("/sys", MNT_DETACH);
   if (::mount(c.node.c_str(), "/sys", "sysfs", 0, nullptr) != 0)
@@ -65,6 +56,7 @@ Result<void> enter_node(const NodeContext& c) {
     }
     ::closedir(d);
   }
+  for (const auto& [from, to] : c.binds) FABEMU_TRY(bind_mount(from, to));
   if (!c.tmp_dir.empty()) {
     // A working directory under /tmp (a build tree, a scenario's folder) would vanish behind
     // the host's own /tmp; it stays where it was, bound at the same path inside.

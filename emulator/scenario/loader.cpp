@@ -56,8 +56,27 @@ FabricSpec::Lossless read_lossless(const Field& f) {
 }
 
 FabricSpec read_fabric(const Field& f) {
-  f.check_keys({"switch", "ecmp_hash", "mtu", "ovs_datapath", "lossless"});
+  f.check_keys({"switch", "ecmp_hash", "mtu", "ovs_datapath", "lossless", "routing", "bfd"});
   FabricSpec fabric;
+  if (auto r = f.find("routing"))
+    fabric.routing = r->choice<Routing>({{"static", Routing::Static}, {"bgp", Routing::Bgp}});
+  if (auto b = f.find("bfd")) {
+    if (fabric.routing != Routing::Bgp) b->fail("only with routing: bgp (BFD runs beside BGP)");
+    if (b->is_scalar() && b->str() == "off") {
+      fabric.bfd.reset();
+    } else {
+      if (b->is_scalar()) b->fail("bfd is off or {interval: 100ms, multiplier: 3}");
+      b->check_keys({"interval", "multiplier"});
+      // FRR's bfdd takes 10 ms to 60 s between packets, a multiplier of 2 to 255.
+      if (auto i = b->find("interval")) {
+        fabric.bfd->interval_ns = i->parsed(parse_time_ns);
+        if (fabric.bfd->interval_ns < 10'000'000 || fabric.bfd->interval_ns > 60'000'000'000)
+          i->fail("FRR's BFD sends every 10ms to 60s");
+      }
+      if (auto m = b->find("multiplier"))
+        fabric.bfd->multiplier = static_cast<uint32_t>(m->integer(2, 255));
+    }
+  }
   if (auto l = f.find("lossless")) fabric.lossless = read_lossless(*l);
   if (auto s = f.find("switch")) {
     fabric.switch_kind = s->choice<SwitchKind>(
@@ -75,6 +94,10 @@ FabricSpec read_fabric(const Field& f) {
   }
   // 576 is the smallest MTU IPv4 guarantees; 65535 the largest a veth takes.
   if (auto m = f.find("mtu")) fabric.mtu = static_cast<uint32_t>(m->integer(576, 65535));
+  if (fabric.routing == Routing::Bgp && fabric.switch_kind != SwitchKind::Router)
+    f.find("routing")->fail(
+        "routing: bgp runs FRR on router switches (switch: router); OVS and bridge switches "
+        "have their routes from the plan");
   return fabric;
 }
 

@@ -108,6 +108,9 @@ struct TopologySpec {
 };
 
 enum class SwitchKind { Router, Bridge, Ovs };
+// How router switches learn their routes: planned and installed by `up` (static), or by eBGP
+// between FRR daemons on every switch (RFC 7938), with BFD on every session.
+enum class Routing { Static, Bgp };
 enum class EcmpHash { L3, L4 };
 // Open vSwitch's datapath: the kernel module where it exists (auto), else userspace (netdev).
 enum class OvsDatapath { Auto, Kernel, Userspace };
@@ -117,6 +120,15 @@ struct FabricSpec {
   OvsDatapath ovs_datapath = OvsDatapath::Auto;  // with switch_kind Ovs only
   EcmpHash ecmp_hash = EcmpHash::L4;
   uint32_t mtu = 1500;
+  Routing routing = Routing::Static;
+  // BFD on every BGP session (routing: bgp), in the real fabric's time; unset: bfd: off (BGP's
+  // own hold timer detects failures).
+  struct Bfd {
+    uint64_t interval_ns = 100'000'000;
+    uint32_t multiplier = 3;
+    bool operator==(const Bfd&) const = default;
+  };
+  std::optional<Bfd> bfd = Bfd{};
   static constexpr uint16_t kRoceV2UdpPort = 4791;  // IANA's, RoCEv2's only
   // The lossless class PFC protects: frames to UDP port `udp_port` (RoCEv2: 4791) or with a
   // DSCP in `dscp`. Unset: RoCEv2 when a link has PFC.

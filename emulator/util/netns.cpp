@@ -71,6 +71,19 @@ Result<void> enter_namespace(int fd, int nstype, const std::string& what) {
   return ok();
 }
 
+Result<void> enter_private_mounts() {
+  if (::unshare(CLONE_NEWNS) != 0) return errno_error("creating a mount namespace");
+  if (::mount("", "/", "none", MS_SLAVE | MS_REC, nullptr) != 0)
+    return errno_error("making / a slave mount");
+  return ok();
+}
+
+Result<void> bind_mount(const std::string& from, const std::string& to) {
+  if (::mount(from.c_str(), to.c_str(), "none", MS_BIND, nullptr) != 0)
+    return errno_error("bind-mounting " + from + " on " + to);
+  return ok();
+}
+
 Result<void> run_in_netns(const std::string& path, const std::function<Result<void>()>& f) {
   std::optional<Result<void>> out;
   std::thread worker([&] {

@@ -32,6 +32,11 @@ Result<void> enter_namespace(int fd, int nstype, const std::string& what);
 
 // Runs f() on a new thread that has joined the network namespace at `path`, and waits; the
 // caller's own threads never change namespace.
+// The calling thread (or process) gets a mount namespace of its own, whose mounts do not reach
+// the host's (the host's unmounts still reach it): a node's view of /etc, /tmp and /sys.
+Result<void> enter_private_mounts();
+Result<void> bind_mount(const std::string& from, const std::string& to);
+
 Result<void> run_in_netns(const std::string& path, const std::function<Result<void>()>& f);
 
 }  // namespace fabemu

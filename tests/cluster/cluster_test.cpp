@@ -3,6 +3,7 @@
 // has; fabemu `--on slurm` from the login machine, as a user types it.
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -367,7 +368,7 @@ TEST_F(CutLinkTest, ACutLinkDelaysLikeALocalLink) {
     return with - without;
   };
   std::vector<double> local, cut;
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < 3; ++round) {
     local.push_back(added_ms("h1:leaf1"));
     cut.push_back(added_ms("leaf1:spine1"));
     std::printf(
@@ -375,7 +376,11 @@ TEST_F(CutLinkTest, ACutLinkDelaysLikeALocalLink) {
         "through the cut one\n",
         local.back(), cut.back());
   }
-  const double l = (local[0] + local[1]) / 2, c = (cut[0] + cut[1]) / 2;
+  // The median of three rounds: the VM lane's emulated CPU is descheduled now and then, which
+  // lengthens one round trip of either measurement of a round.
+  std::sort(local.begin(), local.end());
+  std::sort(cut.begin(), cut.end());
+  const double l = local[1], c = cut[1];
   // The cut link as the local one, within the tolerance of a delay (5%); both near 10 ms, where
   // an emulated CPU's timers release fq's packets up to ~0.3 ms late on each hold.
   EXPECT_NEAR(c, l, 10 * 0.05);

@@ -243,6 +243,25 @@ Result<void> FakeBackend::start_ovs(const StartOvs& a) {
   return ok();
 }
 
+Result<void> FakeBackend::start_router(const StartRouter& a) {
+  FABEMU_TRY(step(describe(a)));
+  FABEMU_TRY(find_ns(a.ns));
+  for (const std::string& d : {a.etc_dir, a.run_dir})
+    if (!dirs.count(d)) return make_error(describe(a) + ": no directory " + d, ENOENT);
+  for (const std::string& d : a.daemons)
+    if (!files.count(a.etc_dir + "/" + d + ".conf"))
+      return make_error(describe(a) + ": no " + d + ".conf", ENOENT);
+  if (!routers.emplace(a.ns, a.daemons).second) return make_error(describe(a), EEXIST);
+  return ok();
+}
+
+Result<void> FakeBackend::await_routes(const AwaitRoutes& a) {
+  FABEMU_TRY(step(describe(a)));
+  // Nothing converges here: the daemons must at least have been started.
+  if (!routers.count(a.ns)) return make_error(describe(a) + ": no FRR in " + a.ns, ESRCH);
+  return ok();
+}
+
 Result<void> FakeBackend::configure_ovs(const ConfigureOvs& a) {
   FABEMU_TRY(step(describe(a)));
   auto ns = find_ns(a.ns);

@@ -32,10 +32,11 @@ class FakeBackend : public Backend {
 
   std::map<std::string, Ns> namespaces;  // by namespace name
   std::set<std::string> files, dirs, cgroups, mounts;
-  std::map<std::string, std::string> pins;  // netns pin path -> namespace name
-  std::set<std::string> bpf_pins;           // link-model pin dirs
-  std::map<std::string, CreateRxe> rxe;     // RDMA devices by (global) name
-  std::set<std::string> ovs_running;        // namespaces with the lab's OVS daemons
+  std::map<std::string, std::string> pins;                  // netns pin path -> namespace name
+  std::set<std::string> bpf_pins;                           // link-model pin dirs
+  std::map<std::string, CreateRxe> rxe;                     // RDMA devices by (global) name
+  std::set<std::string> ovs_running;                        // namespaces with the lab's OVS daemons
+  std::map<std::string, std::vector<std::string>> routers;  // namespace -> FRR daemons
   std::map<std::string, std::vector<OvsBridge>> ovs_bridges;  // by namespace
   std::vector<std::string> calls;                             // describe() of every call, in order
   int fail_at = -1;  // make the Nth call (0-based) fail, to test rollback
@@ -57,6 +58,8 @@ class FakeBackend : public Backend {
   Result<void> disable_offloads(const DisableOffloads& a) override;
   Result<void> start_ovs(const StartOvs& a) override;
   Result<void> configure_ovs(const ConfigureOvs& a) override;
+  Result<void> start_router(const StartRouter& a) override;
+  Result<void> await_routes(const AwaitRoutes& a) override;
   Result<void> finish() override { return ok(); }
   Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>&) override { return ok(); }
