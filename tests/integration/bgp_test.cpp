@@ -1,0 +1,140 @@
+// routing: bgp as users see it: a fat-tree whose switches run FRR comes up converged to the
+// routing plan, every host reaches every other, vtysh answers inside a switch, and `down`
+// leaves no daemon; a spine link that goes down during traffic is detected by BFD, the FIBs
+// change (recorded per fault) and traffic goes on over the other spine.
+#include <dirent.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "lab_fixture.h"
+#include "util/json.h"
+
+namespace fabemu::itest {
+namespace {
+
+// FRR's daemons running on this machine (any: the count before and after a lab).
+int frr_daemons() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(d)) {
+      const std::string comm = read_text(std::string("/proc/") + e->d_name + "/comm");
+      if (comm == "zebra\n" || comm == "bgpd\n" || comm == "bfdd\n") ++n;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+class BgpTest : public LabTest {
+ protected:
+  void SetUp() override {
+    LabTest::SetUp();
+    if (IsSkipped()) return;
+    if (::access("/usr/lib/frr/bgpd", X_OK) != 0)
+      GTEST_SKIP() << "FRR is not installed (scripts/install-deps installs it)";
+  }
+};
+
+TEST_F(BgpTest, FatTreeConvergesToThePlanAndEveryHostReachesEveryOther) {
+  const std::string lab = lab_name("bg");
+  const int before = frr_daemons();
+  {
+    LabGuard guard(lab);
+    TempScenario sc(
+        "name: bgp\ntopology: {kind: fat-tree, k: 4}\n"
+        "fabric: {routing: bgp, bfd: {interval: 100ms, multiplier: 3}}\nrdma: {enabled: off}\n");
+    Outcome up = fabemu({"up", sc.path(), "--lab", lab}, 120s);
+    ASSERT_EQ(up.status, 0) << up;
+    EXPECT_NE(up.out.find("routing: eBGP (FRR) on 20 switches, BFD every 100ms x 3; started and "
+                          "converged to the 456 planned routes"),
+              std::string::npos)
+        << up;
+    EXPECT_EQ(frr_daemons(), before + 60);  // zebra, bfdd, bgpd on each of 20 switches
+    // Every host pings every other over the routes BGP installed.
+    Outcome pings = fabemu({"exec", lab, "--all", "--", "sh", "-c",
+                            "for i in $(seq 1 16); do ping -c1 -W2 -q h$i >/dev/null || echo "
+                            "UNREACHABLE h$i; done"},
+                           120s);
+    EXPECT_EQ(pings.status, 0) << pings;
+    EXPECT_EQ(pings.out.find("UNREACHABLE"), std::string::npos) << pings;
+    // An edge's view, from inside: two eBGP sessions to its pod's aggregation switches (their
+    // own ASN), both with BFD up, and the other pods' blocks over both.
+    Outcome show =
+        fabemu({"exec", lab + ":edge1", "--", "vtysh", "-c", "show bgp ipv4 unicast summary json"});
+    ASSERT_EQ(show.status, 0) << show;
+    const Json summary = Json::parse(show.out, nullptr, false);
+    ASSERT_TRUE(summary.is_object()) << show;
+    ASSERT_TRUE(summary.contains("peers")) << show;
+    EXPECT_EQ(summary["peers"].size(), 2u) << show;
+    for (const auto& [addr, peer] : summary["peers"].items())
+      EXPECT_EQ(peer.value("state", ""), "Established") << addr << "\n" << show;
+    Outcome bfd = fabemu({"exec", lab + ":edge1", "--", "vtysh", "-c", "show bfd peers brief"});
+    EXPECT_EQ(bfd.status, 0) << bfd;
+    EXPECT_EQ(std::count(bfd.out.begin(), bfd.out.end(), '\n') > 0, true);
+    EXPECT_NE(bfd.out.find(" up "), std::string::npos) << bfd;
+    Outcome route = fabemu({"exec", lab + ":edge1", "--", "ip", "route", "show", "proto", "bgp"});
+    EXPECT_NE(route.out.find("nexthop via"), std::string::npos) << "no ECMP route\n" << route;
+    Outcome down = fabemu({"down", lab});
+    EXPECT_EQ(down.status, 0) << down;
+  }
+  // Daemons end with the lab (killed with every process in its namespaces; give the kernel a
+  // moment to reap them).
+  for (int i = 0; i < 30 && frr_daemons() != before; ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(frr_daemons(), before);
+}
+
+TEST_F(BgpTest, ASpineLinkDownIsDetectedByBfdAndTrafficGoesOnOverTheOtherSpine) {
+  const std::string lab = lab_name("bf");
+  LabGuard guard(lab);
+  // Both spine links of leaf2 fail one after the other, then come back: between the two
+  // failures traffic to h2 must flow over the spine that is left.
+  TempScenario sc(R"(name: bgpf
+topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 1}
+fabric: {routing: bgp, bfd: {interval: 50ms, multiplier: 3}}
+rdma: {enabled: off}
+workload:
+  - exec: {hosts: [h1], command: [ping, -c, "400", -i, "0.01", -q, h2], timeout: 60s}
+faults:
+  - {at: 500ms, link: "spine1:leaf2", down: true}
+  - {at: 2s, link: "spine1:leaf2", up: true}
+  - {at: 2500ms, link: "spine2:leaf2", down: true}
+)");
+  char dir[] = "/tmp/fabemu-bgp-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  Outcome o = fabemu({"run", sc.path(), "--lab", lab, "--report", dir}, 180s);
+  const std::string jsonl = read_text(std::string(dir) + "/report.jsonl");
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  ASSERT_EQ(o.status, 0) << o;
+  EXPECT_NE(o.out.find("spine1:leaf2 down"), std::string::npos) << o;
+  EXPECT_NE(o.out.find("BGP reroutes (BFD every 50ms x 3); FIB changed on"), std::string::npos)
+      << o;
+  // Each failure changed some FIB, after it took effect; the report says when. (A link that
+  // comes back is taken into use once BFD and BGP have re-established the session, a second
+  // or more later: within the next fault's window or not.)
+  int faults = 0, changed = 0;
+  std::istringstream lines(jsonl);
+  for (std::string line; std::getline(lines, line);) {
+    const Json j = Json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("type", "") != "fault") continue;
+    ++faults;
+    if (j["fib_first_s"].is_number()) {
+      changed += j.value("what", "").find(" down") != std::string::npos;
+      EXPECT_GT(j["fib_first_s"].get<double>(), 0) << line;
+      EXPECT_GE(j["fib_last_s"].get<double>(), j["fib_first_s"].get<double>()) << line;
+    }
+  }
+  EXPECT_EQ(faults, 3) << jsonl;
+  EXPECT_EQ(changed, 2) << jsonl;
+  // Pings answered after the first failure: the other spine carried them.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"((\d+) received)"))) << o;
+  EXPECT_GT(std::stoi(m[1]), 100) << o;
+}
+
+}  // namespace
+}  // namespace fabemu::itest
