@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <sstream>
+#include <thread>
 
 #include "util/files.h"
 #include "util/mountinfo.h"
@@ -118,6 +120,23 @@ Result<void> set_cpu_quota(const CgroupLayout& l, const std::string& rel,
   const std::string dir = l.cpu_root + "/" + rel;
   FABEMU_TRY(fabemu::write_file(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)));
   return fabemu::write_file(dir + "/cpu.cfs_quota_us", cpu ? quota : "-1");
+}
+
+Result<void> freeze_cgroup(const CgroupLayout& l, const std::string& rel, bool frozen) {
+  if (!l.v2)
+    return make_error("freezing " + rel + ": the cgroup freezer is used through cgroup v2 only",
+                      ENOTSUP);
+  const std::string dir = l.v2_root + "/" + rel;
+  FABEMU_TRY(fabemu::write_file(dir + "/cgroup.freeze", frozen ? "1" : "0"));
+  if (!frozen) return ok();
+  // Frozen once every task has stopped (cgroup.events says "frozen 1"); a task in the middle
+  // of a system call takes a moment.
+  for (int i = 0; i < 200; ++i) {
+    auto events = read_file(dir + "/cgroup.events");
+    if (events && events->find("frozen 1") != std::string::npos) return ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return make_error("freezing " + rel + ": its tasks did not stop within 1 s", ETIMEDOUT);
 }
 
 Result<void> remove_cgroup(const CgroupLayout& l, const std::string& rel) {

@@ -29,6 +29,8 @@ Result<void> set_cpu_quota(const CgroupLayout& layout, const std::string& rel,
                            std::optional<double> cpu);
 // Removes REL where it exists (it must hold no processes).
 Result<void> remove_cgroup(const CgroupLayout& layout, const std::string& rel);
+// cgroup v2's freezer: every task of REL stopped (returns once they are) or running again.
+Result<void> freeze_cgroup(const CgroupLayout& layout, const std::string& rel, bool frozen);
 // Moves process `pid` into REL in every hierarchy where REL exists.
 Result<void> join_cgroup(const CgroupLayout& layout, const std::string& rel, int pid);
 

@@ -338,6 +338,12 @@ Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& jour
   for (const auto& e : journal)
     if (e.kind == JournalEntry::Kind::Netns || e.kind == JournalEntry::Kind::Uts)
       paths.push_back(e.path);
+  // A host a fault froze is thawed first, so that its processes can end on SIGTERM too.
+  for (const auto& e : journal)
+    if (e.kind == JournalEntry::Kind::Cgroup) {
+      if (!cgroups_) cgroups_ = detect_cgroups();
+      if (cgroups_->v2) (void)freeze_cgroup(*cgroups_, e.path, false);
+    }
   return kill_processes_in_namespaces(paths);
 }
 

@@ -160,4 +160,17 @@ Result<void> configure_ovs_bridges(const OvsTools& tools, const ConfigureOvs& a)
   return ok();
 }
 
+Result<void> replace_ovs_flows(const OvsTools& tools, const std::string& dir, const OvsBridge& b) {
+  std::string text = "flow delete\ngroup delete group_id=all\n";
+  for (const auto& g : ovs_group_lines(b)) text += "group add " + g + "\n";
+  for (const auto& f : ovs_flow_lines(b)) text += "flow add " + f + "\n";
+  const std::string file = dir + "/" + b.name + ".reroute.bundle";
+  FABEMU_TRY(write_file(file, text));
+  auto r = run_command(
+      {tools.ofctl, "-O", "OpenFlow15", "bundle", "unix:" + dir + "/" + b.name + ".mgmt", file},
+      CommandOptions{ovs_env(dir), 30s});
+  if (!r) return r.error().context("replacing bridge " + b.name + "'s flows (" + file + ")");
+  return ok();
+}
+
 }  // namespace fabemu

@@ -39,4 +39,8 @@ Result<void> start_ovs_daemons(const OvsTools& tools, const StartOvs& a);
 // (NAME.bundle).
 Result<void> configure_ovs_bridges(const OvsTools& tools, const ConfigureOvs& a);
 
+// Replaces all of a running bridge's flows and groups by `b`'s in one atomic bundle (a fault
+// rerouting the fabric around a failed link): no packet sees a half-changed table.
+Result<void> replace_ovs_flows(const OvsTools& tools, const std::string& dir, const OvsBridge& b);
+
 }  // namespace fabemu

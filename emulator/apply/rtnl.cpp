@@ -2,6 +2,7 @@
 #include "apply/rtnl.h"
 
 #include <arpa/inet.h>
+#include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netlink/cache.h>
@@ -10,6 +11,7 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/route.h>
+#include <netlink/route/rule.h>
 
 #include <algorithm>
 #include <cstring>
@@ -200,6 +202,26 @@ Result<std::vector<RtnlSocket::KernelRoute>> RtnlSocket::gateway_routes() {
     out.push_back(std::move(k));
   }
   return out;
+}
+
+Result<void> RtnlSocket::blackhole_rule(Prefix src, Prefix dst, uint32_t prio, bool add) {
+  std::unique_ptr<rtnl_rule, Deleter<rtnl_rule, rtnl_rule_put>> rule(rtnl_rule_alloc());
+  NlAddrPtr s = to_nl(src), d = to_nl(dst);
+  if (!rule || !s || !d) return make_error("allocating a rule", ENOMEM);
+  rtnl_rule_set_family(rule.get(), AF_INET);
+  rtnl_rule_set_prio(rule.get(), prio);
+  if (int err = rtnl_rule_set_src(rule.get(), s.get()); err < 0) return nl_error(err, "rule src");
+  if (int err = rtnl_rule_set_dst(rule.get(), d.get()); err < 0) return nl_error(err, "rule dst");
+  rtnl_rule_set_action(rule.get(), FR_ACT_BLACKHOLE);
+  const std::string what = "rule from " + src.str() + " to " + dst.str() + " blackhole";
+  if (add) {
+    if (int err = rtnl_rule_add(sock_.get(), rule.get(), NLM_F_CREATE | NLM_F_EXCL); err < 0)
+      return nl_error(err, "adding " + what);
+  } else if (int err = rtnl_rule_delete(sock_.get(), rule.get(), 0);
+             err < 0 && err != -NLE_OBJ_NOTFOUND && err != -NLE_NOADDR) {
+    return nl_error(err, "deleting " + what);
+  }
+  return ok();
 }
 
 }  // namespace fabemu

@@ -40,6 +40,9 @@ class RtnlSocket {
     int protocol = 0;
   };
   Result<std::vector<KernelRoute>> gateway_routes();
+  // A policy rule (priority `prio`) that drops what goes from `src` to `dst`: a partition cut
+  // at a switch. Deleting one that is not there counts as deleted.
+  Result<void> blackhole_rule(Prefix src, Prefix dst, uint32_t prio, bool add);
 
  private:
   struct Free {

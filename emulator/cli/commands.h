@@ -81,6 +81,9 @@ int cmd_status(const std::string& lab, bool json, const LabPaths& base);
 int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector<std::string>& argv,
              const LabPaths& base);
 int cmd_doctor(bool json, bool calibrate, const std::string& run_root);
+// `host crash|restart|freeze|thaw LAB HOST`
+int cmd_host(const std::string& action, const std::string& lab, const std::string& host,
+             const LabPaths& base);
 struct RunArgs {
   bool keep = false;       // leave the lab up
   std::string report_dir;  // default: fabemu-reports/LAB-DATE-TIME

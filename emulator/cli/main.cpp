@@ -112,6 +112,20 @@ int main(int argc, char** argv) {
                      "On a policer lab (no fq), set the rest even though delay/jitter are not "
                      "added");
 
+  std::string host_lab, host_name, host_action;
+  auto* host_cmd = app.add_subcommand("host", "Host faults on a running lab, by hand");
+  host_cmd->require_subcommand(1);
+  std::vector<CLI::App*> host_actions = {
+      host_cmd->add_subcommand("crash", "Kill every process in the host at once, links down"),
+      host_cmd->add_subcommand("restart", "Bring a crashed host's links back up"),
+      host_cmd->add_subcommand("freeze", "Stop every task of the host (cgroup freezer)"),
+      host_cmd->add_subcommand("thaw", "Let a frozen host run again")};
+  for (auto* c : host_actions) {
+    c->add_option("lab", host_lab, "Lab name")->required();
+    c->add_option("host", host_name, "Host name, e.g. h3")->required();
+    c->callback([c, &host_action] { host_action = c->get_name(); });
+  }
+
   cli::PerfArgs perf;
   auto* perf_cmd = app.add_subcommand(
       "perf",
@@ -208,6 +222,7 @@ int main(int argc, char** argv) {
   if (predict_cmd->parsed()) return cli::cmd_predict(predict_lab, predict_transport, base);
   if (!perf.extra.empty() && perf.extra.front() == "--") perf.extra.erase(perf.extra.begin());
   if (perf_cmd->parsed()) return cli::cmd_perf(perf, base);
+  if (host_cmd->parsed()) return cli::cmd_host(host_action, host_lab, host_name, base);
   if (reorder || no_reorder) link.reorder = reorder;
   if (link_down->parsed()) link.down = true;
   if (link_up->parsed()) link.down = false;

@@ -7,6 +7,7 @@
 #include "apply/lab.h"
 #include "cli/commands.h"
 #include "doctor/probe.h"
+#include "runtime/host_faults.h"
 #include "runtime/spawn.h"
 
 namespace fabemu::cli {
@@ -113,6 +114,25 @@ int cmd_rsh(const std::vector<std::string>& args) {
   Error e = exec_in_node(node_context(*model, paths, id), {"/bin/sh", "-c", command});
   print_error(e.what());
   return 127;
+}
+
+int cmd_host(const std::string& action, const std::string& lab, const std::string& host,
+             const LabPaths& base) {
+  if (!require_root("host")) return kExitNeedsRoot;
+  LabPaths paths = base;
+  paths.lab = lab;
+  auto model = lab_model(paths);
+  if (!model) return lab_error(model.error());
+  Result<std::string> done = action == "crash" ? crash_host(*model, paths, host)
+                             : action == "restart"
+                                 ? restart_host(*model, paths, host)
+                                 : freeze_host(*model, paths, host, action == "freeze");
+  if (!done) {
+    print_error("host " + action + ": " + done.error().what());
+    return errno_of(done.error()) == ENOENT ? kExitBadInput : kExitFailed;
+  }
+  std::printf("%s %s: %s\n", lab.c_str(), host.c_str(), done->c_str());
+  return kExitOk;
 }
 
 }  // namespace fabemu::cli

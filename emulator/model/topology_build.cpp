@@ -89,10 +89,29 @@ Result<void> resolve_hosts(const Scenario& s, Topology& t) {
 
 Result<void> check_workload_and_faults(const Scenario& s, const Topology& t) {
   for (const auto& f : s.faults) {
+    for (const auto& group : f.partition)
+      for (const std::string& h : group) {
+        const int id = t.find(h);
+        if (id < 0 || t.nodes[id].role != Role::Host)
+          return at(f.loc, "faults.partition: no host named '" + h + "'");
+      }
+    if (!f.partition.empty()) continue;
     if (!f.host.empty()) {
       const int id = t.find(f.host);
       if (id < 0 || t.nodes[id].role != Role::Host)
         return at(f.loc, "faults.host: no host named '" + f.host + "'");
+      const std::string& nic = f.nic_down.empty() ? f.nic_up : f.nic_down;
+      if (!nic.empty()) {
+        std::string nics;
+        bool found = false;
+        for (int l : t.links_of(id)) {
+          found |= t.links[l].end(id).ifname == nic;
+          nics += (nics.empty() ? "" : ", ") + t.links[l].end(id).ifname;
+        }
+        if (!found)
+          return at(f.loc,
+                    "faults: host " + f.host + " has no NIC '" + nic + "' (it has " + nics + ")");
+      }
       continue;
     }
     auto ref = parse_link_ref(f.link, f.loc, "faults.link");

@@ -7,8 +7,10 @@
 #include <map>
 
 #include "apply/cgroup.h"
+#include "apply/journal.h"
 #include "apply/link_control.h"
 #include "apply/rtnl.h"
+#include "runtime/host_faults.h"
 #include "util/netns.h"
 #include "util/prng.h"
 #include "util/units.h"
@@ -74,6 +76,44 @@ std::vector<FaultStep> expand_faults(const Scenario& s) {
         steps.push_back(down);
         steps.push_back(up);
       }
+    } else if (!f.partition.empty()) {
+      std::string groups;
+      for (const auto& g : f.partition) {
+        std::string names;
+        for (const auto& h : g) names += (names.empty() ? "" : ",") + h;
+        groups += (groups.empty() ? "" : " | ") + names;
+      }
+      base.kind = FaultStep::Kind::Partition;
+      base.groups = f.partition;
+      base.target = "partition";
+      base.what = "partition " + groups;
+      steps.push_back(base);
+      if (f.for_ns) {
+        FaultStep heal = base;
+        heal.kind = FaultStep::Kind::Heal;
+        heal.at_ns = f.at_ns + f.for_ns;
+        heal.what = "partition healed";
+        steps.push_back(heal);
+      }
+    } else if (f.crash || f.restart) {
+      base.kind = f.crash ? FaultStep::Kind::Crash : FaultStep::Kind::Restart;
+      base.what = f.host + (f.crash ? " crashes" : " restarts");
+      steps.push_back(base);
+    } else if (f.freeze_ns) {
+      base.kind = FaultStep::Kind::Freeze;
+      base.what = f.host + " frozen for " + format_time_ns(f.freeze_ns);
+      steps.push_back(base);
+      FaultStep thaw = base;
+      thaw.kind = FaultStep::Kind::Thaw;
+      thaw.at_ns = f.at_ns + f.freeze_ns;
+      thaw.what = f.host + " thawed";
+      steps.push_back(thaw);
+    } else if (!f.nic_down.empty() || !f.nic_up.empty()) {
+      const bool down = !f.nic_down.empty();
+      base.kind = down ? FaultStep::Kind::NicDown : FaultStep::Kind::NicUp;
+      base.nic = down ? f.nic_down : f.nic_up;
+      base.what = f.host + " " + base.nic + (down ? " down" : " up");
+      steps.push_back(base);
     } else if (f.slow_cpu) {
       base.kind = FaultStep::Kind::Cpu;
       base.cpu = f.slow_cpu;
@@ -108,7 +148,10 @@ FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vect
   // that a link fault lands when it is due even while the ranks keep every CPU busy. (Opened
   // late, apply() tries again and says why it cannot.)
   bool links = false;
-  for (const AppliedFault& a : log_) links |= a.step.kind != FaultStep::Kind::Cpu;
+  using K = FaultStep::Kind;
+  for (const AppliedFault& a : log_)
+    links |= a.step.kind != K::Cpu && a.step.kind != K::Freeze && a.step.kind != K::Thaw &&
+             a.step.kind != K::Partition && a.step.kind != K::Heal;
   if (links)
     if (auto maps = open_link_model(paths_)) maps_.emplace(std::move(*maps));
   if (links && !model.bgp.empty()) {
@@ -144,14 +187,12 @@ std::vector<AppliedFault> FaultPlayer::log() const {
   const std::vector<FibChange> changes = fib_->changes();
   for (size_t i = 0; i < out.size(); ++i) {
     AppliedFault& a = out[i];
-    if (!a.done || a.step.kind == FaultStep::Kind::Cpu || a.step.kind == FaultStep::Kind::Shape)
-      continue;
+    if (!a.done || !a.step.link_step()) continue;
     const auto from = t0_ + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(a.applied_wall_s));
     auto until = Clock::time_point::max();
     for (size_t j = i + 1; j < out.size(); ++j)
-      if (out[j].done && out[j].step.kind != FaultStep::Kind::Cpu &&
-          out[j].step.kind != FaultStep::Kind::Shape) {
+      if (out[j].done && out[j].step.link_step()) {
         until = t0_ + std::chrono::duration_cast<Clock::duration>(
                           std::chrono::duration<double>(out[j].applied_wall_s));
         break;
@@ -201,6 +242,28 @@ void FaultPlayer::run(std::stop_token stop) {
 
 Result<std::string> FaultPlayer::apply(const FaultStep& s) {
   using K = FaultStep::Kind;
+  LinkShaper* maps = maps_ ? &*maps_ : nullptr;
+  switch (s.kind) {
+    case K::Partition:
+    case K::Heal:
+      return set_partition(model_, paths_, s.groups, s.kind == K::Partition);
+    case K::Crash:
+    case K::Restart:
+    case K::Freeze:
+    case K::Thaw:
+    case K::NicDown:
+    case K::NicUp: {
+      const int id = model_.topo.find(s.target);
+      if (!local_node(model_, id)) return std::string(kElsewhere);
+      if (s.kind == K::Crash) return crash_host(model_, paths_, s.target, maps);
+      if (s.kind == K::Restart) return restart_host(model_, paths_, s.target, maps);
+      if (s.kind == K::Freeze || s.kind == K::Thaw)
+        return freeze_host(model_, paths_, s.target, s.kind == K::Freeze);
+      return set_nic(model_, paths_, s.target, s.nic, s.kind == K::NicUp, maps);
+    }
+    default:
+      break;
+  }
   if (s.kind == K::Cpu) {
     const int id = model_.topo.find(s.target);
     if (!local_node(model_, id)) return std::string(kElsewhere);
@@ -229,8 +292,7 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
     else
       failed_.erase(d.link);
   }
-  if (ovs_switches(model_))
-    return std::string("link model updated; OVS switches keep their flows (no reroute)");
+  if (ovs_switches(model_)) return reroute_ovs();
   if (!model_.bgp.empty()) {
     const auto& bfd = model_.scenario.fabric.bfd;
     return std::string(s.kind == K::Down ? "link model drops everything" : "link model carries") +
@@ -241,6 +303,39 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
            ")" + (fib_ ? "" : "; FIB changes not recorded: " + fib_error_);
   }
   return reroute();
+}
+
+// OVS switches: each bridge whose routes change gets the flows and groups of the fabric
+// without the failed links, in one bundle (what the routers' route diff does for them).
+Result<std::string> FaultPlayer::reroute_ovs() {
+  auto next = plan_routes(model_.topo, model_.addresses, failed_);
+  if (!next) return "flows unchanged: no way around the failed links (" + next.error().what() + ")";
+  if (!ovs_tools_) {
+    auto tools = find_ovs_tools();
+    if (!tools) return tools.error();
+    ovs_tools_ = std::move(*tools);
+  }
+  if (pool_ < 0) {
+    auto j = read_journal(paths_.journal());
+    if (!j) return j.error();
+    pool_ = j->pool;
+  }
+  int bridges = 0;
+  for (int sw : model_.topo.switches()) {
+    if (!local_node(model_, sw)) continue;
+    std::vector<std::string> before, after;
+    for (const Route& r : current_[sw]) before.push_back(route_key(r));
+    for (const Route& r : (*next)[sw]) after.push_back(route_key(r));
+    std::sort(before.begin(), before.end());
+    std::sort(after.begin(), after.end());
+    if (before == after) continue;
+    FABEMU_TRY(replace_ovs_flows(*ovs_tools_, paths_.ovs_dir(),
+                                 ovs_bridge(model_.topo, model_.addresses, (*next)[sw], sw,
+                                            model_.scenario.fabric, model_.scenario.seed, pool_)));
+    ++bridges;
+  }
+  current_ = std::move(*next);
+  return "rerouted: flows and groups replaced on " + std::to_string(bridges) + " OVS bridges";
 }
 
 Result<std::string> FaultPlayer::reroute() {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "apply/ovs.h"
 #include "plan/plan.h"
 #include "runtime/fib_watch.h"
 #include "shaping/link_shaper.h"
@@ -26,13 +27,29 @@ inline constexpr const char* kElsewhere = "on another machine";
 // into a slow step and a restore.
 struct FaultStep {
   uint64_t at_ns = 0;  // after the workload starts
-  enum class Kind { Shape, Down, Up, Cpu } kind = Kind::Shape;
-  std::string target;         // the link ("a:b", "a>b") or the host
-  LinkShape shape;            // Shape: what changes
-  bool reroute = true;        // Down/Up: the routes move off the link and back
+  enum class Kind {
+    Shape,
+    Down,
+    Up,
+    Cpu,
+    Crash,
+    Restart,
+    Freeze,
+    Thaw,
+    NicDown,
+    NicUp,
+    Partition,
+    Heal
+  } kind = Kind::Shape;
+  std::string target;                            // the link ("a:b", "a>b") or the host
+  std::string nic;                               // NicDown, NicUp
+  std::vector<std::vector<std::string>> groups;  // Partition, Heal
+  LinkShape shape;                               // Shape: what changes
+  bool reroute = true;                           // Down/Up: the routes move off the link and back
   std::optional<double> cpu;  // Cpu: the quota, unset = the host's own limit again
-  size_t event = 0;           // index in scenario.faults
-  std::string what;           // "leaf1:spine1 down (flap 2/3)"
+  bool link_step() const { return kind == Kind::Down || kind == Kind::Up; }
+  size_t event = 0;  // index in scenario.faults
+  std::string what;  // "leaf1:spine1 down (flap 2/3)"
 };
 
 // The timeline in time order (stable for equal times). Jitter of flaps comes from a PRNG seeded
@@ -77,6 +94,7 @@ class FaultPlayer {
   void run(std::stop_token stop);
   Result<std::string> apply(const FaultStep& s);
   Result<std::string> reroute();
+  Result<std::string> reroute_ovs();
 
   const LabModel& model_;
   const LabPaths& paths_;
@@ -85,6 +103,8 @@ class FaultPlayer {
   std::set<int> failed_;                     // links down with reroute
   std::vector<std::vector<Route>> current_;  // the routes installed now
   std::unique_ptr<FibWatcher> fib_;          // routing: bgp
+  std::optional<OvsTools> ovs_tools_;        // OVS switches: found at the first reroute
+  int pool_ = -1;                            // the lab's address pool (OVS MACs carry it)
   std::string fib_error_;                    // why there is no watcher
   std::chrono::steady_clock::time_point t0_;
   mutable std::mutex mu_;

@@ -250,6 +250,15 @@ struct FaultEvent {
   // A straggler: the host's CPU quota (CPUs), for `for_ns` (0: until the run ends).
   std::optional<double> slow_cpu;
   uint64_t for_ns = 0;
+  // Host faults: a crash (every process in it killed, its links down), a restart (its links
+  // back, for the job's own restart logic), a freeze of freeze_ns (the cgroup freezer: a hung
+  // host, a long GC pause), one NIC down or up.
+  bool crash = false, restart = false;
+  uint64_t freeze_ns = 0;
+  std::string nic_down, nic_up;
+  // A partition: every path between hosts of different groups cut inside the fabric (at their
+  // switches), for `for_ns` (0: until the run ends).
+  std::vector<std::vector<std::string>> partition;
   SourceLoc loc;
 };
 

@@ -83,27 +83,73 @@ ExecStep read_exec(const Field& item) {
 }
 
 FaultEvent read_fault(const Field& item, uint32_t mtu) {
-  item.check_keys({"at", "link", "host", "set", "down", "up", "reroute", "flap", "slow"});
+  item.check_keys({"at", "link", "host", "set", "down", "up", "reroute", "flap", "slow", "crash",
+                   "restart", "freeze", "nic_down", "nic_up", "partition", "for"});
   FaultEvent ev;
   ev.at_ns = item.at("at").parsed(parse_time_ns);
   ev.loc = item.loc();
+  if (auto p = item.find("partition")) {
+    // partition: [[h1, h2], [h3, h4]], for: 2s
+    for (const char* k : {"link", "host"})
+      if (auto f = item.find(k))
+        f->fail("a partition names its groups of hosts, not a " + std::string(k));
+    if (!p->is_sequence() || p->items().size() < 2)
+      p->fail("two or more groups of hosts, e.g. [[h1, h2], [h3, h4]]");
+    std::set<std::string> seen;
+    for (const Field& g : p->items()) {
+      if (!g.is_sequence() || g.items().empty())
+        g.fail("a group is a list of hosts, e.g. [h1, h2]");
+      ev.partition.emplace_back();
+      for (const Field& h : g.items()) {
+        ev.partition.back().push_back(h.str());
+        if (!seen.insert(h.str()).second) h.fail("host '" + h.str() + "' is in two groups");
+      }
+    }
+    if (auto f = item.find("for")) ev.for_ns = f->parsed(parse_time_ns);
+    return ev;
+  }
+  if (auto f = item.find("for")) f->fail("for goes with partition (slow has its own)");
   if (item.has("link") == item.has("host"))
-    item.fail("a fault names one link (link: leaf1:spine1) or one host (host: h3)");
+    item.fail("a fault names one link (link: leaf1:spine1), one host (host: h3) or a partition");
   if (item.has("host")) {
     Field host = item.at("host");
     ev.host = host.str();
     if (!is_valid_node_name(ev.host)) host.fail("'" + ev.host + "' is not a host name, e.g. h3");
-    if (!item.has("slow")) item.fail("a host fault is slow: {cpu: 0.1, for: 2s}");
     for (const char* k : {"set", "down", "up", "reroute", "flap"})
       if (auto f = item.find(k))
-        f->fail(std::string(k) + " is for link faults; a host fault is slow");
-    Field slow = item.at("slow");
-    slow.check_keys({"cpu", "for"});
-    ev.slow_cpu = slow.at("cpu").number();
-    if (*ev.slow_cpu <= 0) slow.at("cpu").fail("cpu must be > 0 (CPUs, e.g. 0.1)");
-    if (auto f = slow.find("for")) ev.for_ns = f->parsed(parse_time_ns);
+        f->fail(std::string(k) + " is for link faults; a host is slow, crashes, restarts, " +
+                "freezes or has a NIC down");
+    const int actions = item.has("slow") + item.has("crash") + item.has("restart") +
+                        item.has("freeze") + item.has("nic_down") + item.has("nic_up");
+    if (actions != 1)
+      item.fail(
+          "a host fault does exactly one thing: slow: {cpu: 0.1, for: 2s}, crash: true, "
+          "restart: true, freeze: 2s, nic_down: eth0 or nic_up: eth0");
+    if (auto c = item.find("crash")) {
+      ev.crash = c->boolean();
+      if (!ev.crash) c->fail("false does nothing; to bring a host back write restart: true");
+    }
+    if (auto r = item.find("restart")) {
+      ev.restart = r->boolean();
+      if (!ev.restart) r->fail("false does nothing");
+    }
+    if (auto f = item.find("freeze")) {
+      ev.freeze_ns = f->parsed(parse_time_ns);
+      if (ev.freeze_ns == 0) f->fail("a host freezes for some time, e.g. 2s");
+    }
+    if (auto n = item.find("nic_down")) ev.nic_down = n->str();
+    if (auto n = item.find("nic_up")) ev.nic_up = n->str();
+    if (auto s = item.find("slow")) {
+      Field slow = *s;
+      slow.check_keys({"cpu", "for"});
+      ev.slow_cpu = slow.at("cpu").number();
+      if (*ev.slow_cpu <= 0) slow.at("cpu").fail("cpu must be > 0 (CPUs, e.g. 0.1)");
+      if (auto f = slow.find("for")) ev.for_ns = f->parsed(parse_time_ns);
+    }
     return ev;
   }
+  for (const char* k : {"crash", "restart", "freeze", "nic_down", "nic_up"})
+    if (auto f = item.find(k)) f->fail(std::string(k) + " is for host faults (host: h3)");
   ev.link = read_link_name(item.at("link"));
   if (auto f = item.find("slow")) f->fail("slow is for host faults (host: h3)");
   int actions = item.has("set") + item.has("down") + item.has("up") + item.has("flap");

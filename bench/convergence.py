@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""Benchmark: how long traffic is lost when a spine link fails, by routing mode. A UDP probe
+stream (bench/udp_probe.py: one packet every 1 ms over 16 source ports, so that ECMP puts some
+flows on each spine) runs from h1 to h2 of a 2-leaf, 2-spine fabric; `leaf1:spine1` goes down
+in the middle. Modes: static (the fault player installs the converged routes at once), BGP with
+BFD at three timer settings, and BGP without BFD (its hold timer, FRR's datacenter 9 s).
+For each mode, the median over --runs runs of: packets lost, the longest outage any flow saw,
+when the FIBs changed after the fault (BGP), and the outage less BFD's detection time.
+    sudo /usr/bin/python3 bench/convergence.py [--runs 3] [--modes static,bfd-100ms]"""
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FABEMU = REPO / "build" / "emulator" / "fabemu"
+
+# mode -> (fabric line, seconds of probe, BFD detection time in s or None)
+MODES = {
+    "static": ("fabric: {routing: static}", 4, None),
+    "bfd-300ms": ("fabric: {routing: bgp, bfd: {interval: 300ms, multiplier: 3}}", 5, 0.9),
+    "bfd-100ms": ("fabric: {routing: bgp, bfd: {interval: 100ms, multiplier: 3}}", 4, 0.3),
+    "bfd-50ms": ("fabric: {routing: bgp, bfd: {interval: 50ms, multiplier: 3}}", 4, 0.15),
+    "bgp-no-bfd": ("fabric: {routing: bgp, bfd: off}", 14, 9.0),
+}
+FAULT_AT = 1.5
+
+
+def scenario(mode, out, seconds):
+    fabric = MODES[mode][0]
+    probe = REPO / "bench" / "udp_probe.py"
+    return f"""name: conv
+topology: {{kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 1}}
+{fabric}
+rdma: {{enabled: off}}
+workload:
+  - exec: {{hosts: [h1, h2], command: [/usr/bin/python3, {probe}, --to, h2, --out, {out},
+           --seconds, "{seconds}"], timeout: 120s}}
+faults:
+  - {{at: {int(FAULT_AT * 1000)}ms, link: "leaf1:spine1", down: true}}
+"""
+
+
+def one_run(mode, work):
+    out = work / f"probe-{mode}.json"
+    out.unlink(missing_ok=True)
+    sc = work / f"{mode}.yaml"
+    sc.write_text(scenario(mode, out, MODES[mode][1]))
+    report = work / f"report-{mode}"
+    shutil.rmtree(report, ignore_errors=True)
+    p = subprocess.run([str(FABEMU), "run", str(sc), "--lab", "bconv", "--report", str(report),
+                        "-q"], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise RuntimeError(f"{mode}: fabemu run exited {p.returncode}\n{p.stdout}\n{p.stderr}")
+    probe = json.loads(out.read_text())
+    flows = probe["flows"]
+    lost = sum((f["sent"] or 0) - f["received"] for f in flows)
+    outage = max(f["outage_s"] for f in flows)
+    fib_first = fib_last = None
+    for line in (report / "report.jsonl").read_text().splitlines():
+        j = json.loads(line)
+        if j.get("type") == "fault":
+            fib_first, fib_last = j.get("fib_first_s"), j.get("fib_last_s")
+    return {"lost": lost, "outage": outage, "fib_first": fib_first, "fib_last": fib_last,
+            "affected": sum(1 for f in flows if f["outage_s"] > 0.05)}
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--modes", default=",".join(MODES))
+    args = ap.parse_args()
+    modes = args.modes.split(",")
+    # Not under /tmp: every host has a /tmp of its own.
+    work = Path(tempfile.mkdtemp(prefix="fabemu-conv-", dir=REPO / "build"))
+    print(f"probe: 1 packet/ms over 16 flows h1 -> h2; leaf1:spine1 down at {FAULT_AT} s; "
+          f"median of {args.runs} runs")
+    print(f"{'MODE':<12} {'LOST':>6} {'OUTAGE':>9} {'FIB FIRST':>10} {'FIB LAST':>9} "
+          f"{'DETECT':>7} {'OUTAGE-DETECT':>14} {'FLOWS HIT':>9}  RUNS (lost/outage ms)")
+    try:
+        for mode in modes:
+            runs = [one_run(mode, work) for _ in range(args.runs)]
+            detect = MODES[mode][2]
+            outage = med([r["outage"] for r in runs])
+            ms = lambda v: f"{v * 1e3:.0f} ms" if v is not None else "-"
+            print(f"{mode:<12} {med([r['lost'] for r in runs]):>6.0f} {ms(outage):>9} "
+                  f"{ms(med([r['fib_first'] for r in runs])):>10} "
+                  f"{ms(med([r['fib_last'] for r in runs])):>9} {ms(detect):>7} "
+                  f"{ms(outage - detect if detect is not None else None):>14} "
+                  f"{med([r['affected'] for r in runs]):>9.0f}  "
+                  + " ".join(f"{r['lost']}/{r['outage'] * 1e3:.0f}" for r in runs))
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
