@@ -31,6 +31,8 @@ std::vector<std::string> roots(const CgroupLayout& l) {
   std::vector<std::string> r;
   if (!l.cpu_root.empty()) r.push_back(l.cpu_root);
   if (!l.memory_root.empty() && l.memory_root != l.cpu_root) r.push_back(l.memory_root);
+  if (!l.freezer_root.empty() && l.freezer_root != l.cpu_root && l.freezer_root != l.memory_root)
+    r.push_back(l.freezer_root);
   return r;
 }
 
@@ -57,12 +59,14 @@ CgroupLayout detect_cgroups() {
       };
       if (has("cpu") && l.cpu_root.empty()) l.cpu_root = m.mount_point;
       if (has("memory") && l.memory_root.empty()) l.memory_root = m.mount_point;
+      if (has("freezer") && l.freezer_root.empty()) l.freezer_root = m.mount_point;
     }
   }
   if (!l.v2_root.empty()) {
     l.v2 = true;
     l.cpu_root.clear();
     l.memory_root.clear();
+    l.freezer_root.clear();
   }
   return l;
 }
@@ -104,6 +108,7 @@ Result<void> create_cgroup(const CgroupLayout& l, const std::string& rel, const 
       FABEMU_TRY(
           fabemu::write_file(dir + "/memory.limit_in_bytes", std::to_string(*lim.memory_bytes)));
   }
+  if (!l.freezer_root.empty()) FABEMU_TRY(make_dirs(l.freezer_root + "/" + rel));
   return ok();
 }
 
@@ -123,17 +128,22 @@ Result<void> set_cpu_quota(const CgroupLayout& l, const std::string& rel,
 }
 
 Result<void> freeze_cgroup(const CgroupLayout& l, const std::string& rel, bool frozen) {
-  if (!l.v2)
-    return make_error("freezing " + rel + ": the cgroup freezer is used through cgroup v2 only",
+  if (!l.v2 && l.freezer_root.empty())
+    return make_error("freezing " + rel +
+                          ": no cgroup freezer (neither cgroup v2 nor v1's freezer "
+                          "hierarchy is mounted)",
                       ENOTSUP);
-  const std::string dir = l.v2_root + "/" + rel;
-  FABEMU_TRY(fabemu::write_file(dir + "/cgroup.freeze", frozen ? "1" : "0"));
+  const std::string dir = (l.v2 ? l.v2_root : l.freezer_root) + "/" + rel;
+  if (l.v2)
+    FABEMU_TRY(fabemu::write_file(dir + "/cgroup.freeze", frozen ? "1" : "0"));
+  else
+    FABEMU_TRY(fabemu::write_file(dir + "/freezer.state", frozen ? "FROZEN" : "THAWED"));
   if (!frozen) return ok();
-  // Frozen once every task has stopped (cgroup.events says "frozen 1"); a task in the middle
-  // of a system call takes a moment.
+  // Frozen once every task has stopped (v2: cgroup.events says "frozen 1"; v1: the state reads
+  // FROZEN rather than FREEZING); a task in the middle of a system call takes a moment.
   for (int i = 0; i < 200; ++i) {
-    auto events = read_file(dir + "/cgroup.events");
-    if (events && events->find("frozen 1") != std::string::npos) return ok();
+    auto state = read_file(dir + (l.v2 ? "/cgroup.events" : "/freezer.state"));
+    if (state && state->find(l.v2 ? "frozen 1" : "FROZEN") != std::string::npos) return ok();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return make_error("freezing " + rel + ": its tasks did not stop within 1 s", ETIMEDOUT);

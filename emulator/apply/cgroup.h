@@ -14,6 +14,7 @@ struct CgroupLayout {
   bool v2 = false;
   std::string v2_root;                // cgroup2 mount with cpu+memory controllers
   std::string cpu_root, memory_root;  // v1 hierarchies
+  std::string freezer_root;           // v1's freezer (v2 has cgroup.freeze in every cgroup)
   bool usable() const { return v2 ? !v2_root.empty() : !cpu_root.empty() || !memory_root.empty(); }
   std::string describe() const;
 };
@@ -29,7 +30,8 @@ Result<void> set_cpu_quota(const CgroupLayout& layout, const std::string& rel,
                            std::optional<double> cpu);
 // Removes REL where it exists (it must hold no processes).
 Result<void> remove_cgroup(const CgroupLayout& layout, const std::string& rel);
-// cgroup v2's freezer: every task of REL stopped (returns once they are) or running again.
+// The freezer (v2's cgroup.freeze, v1's freezer.state): every task of REL stopped (returns
+// once they are) or running again.
 Result<void> freeze_cgroup(const CgroupLayout& layout, const std::string& rel, bool frozen);
 // Moves process `pid` into REL in every hierarchy where REL exists.
 Result<void> join_cgroup(const CgroupLayout& layout, const std::string& rel, int pid);

@@ -342,7 +342,8 @@ Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& jour
   for (const auto& e : journal)
     if (e.kind == JournalEntry::Kind::Cgroup) {
       if (!cgroups_) cgroups_ = detect_cgroups();
-      if (cgroups_->v2) (void)freeze_cgroup(*cgroups_, e.path, false);
+      if (cgroups_->v2 || !cgroups_->freezer_root.empty())
+        (void)freeze_cgroup(*cgroups_, e.path, false);
     }
   return kill_processes_in_namespaces(paths);
 }

@@ -53,8 +53,10 @@ Result<std::string> crash_host(const LabModel& m, const LabPaths& paths, const s
   if (!links) return links.error();
   const std::vector<int> pids =
       processes_in_namespaces({paths.netns_pin(host), paths.uts_path(host)});
-  // A frozen host crashes too: SIGKILL ends frozen tasks under cgroup v2.
   for (int pid : pids) ::kill(pid, SIGKILL);
+  // A frozen host crashes too: cgroup v2 ends frozen tasks on SIGKILL, v1 only once thawed.
+  if (host_has_cgroup(m, *id))
+    (void)freeze_cgroup(detect_cgroups(), host_cgroup(paths, host), false);
   return "killed " + std::to_string(pids.size()) + " processes, " + std::to_string(*links) +
          " links down";
 }
