@@ -25,11 +25,13 @@ def main() -> int:
     p.add_argument("--numel", type=int, default=1 << 18)
     p.add_argument("--timeout", type=float, default=30)
     args = p.parse_args()
+    start = time.monotonic()
     dist.init_process_group("gloo", init_method="env://",
                             timeout=datetime.timedelta(seconds=args.timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
     host = os.environ.get("FABEMU_NODE", "?")
-    start = time.monotonic()
+    if rank == 0:
+        print(f"process group of {world} ranks up in {time.monotonic() - start:.1f} s", flush=True)
     slowest = (0.0, -1)
     for step in range(args.steps):
         t = torch.full((args.numel,), float(rank + 1))
