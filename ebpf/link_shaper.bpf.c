@@ -40,6 +40,15 @@ struct {
   __type(value, struct fabemu_link_counters);
 } fabemu_counters SEC(".maps");
 
+/* Zeroed counters to start a link's from: a struct this size on counters_of()'s stack would
+ * push the deepest call chain over the 512 bytes Linux 6.1 allows. Never written. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct fabemu_link_counters);
+} fabemu_zero_counters SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, FABEMU_MAX_LINKS);
@@ -157,9 +166,10 @@ static __attribute__((noinline)) struct fabemu_link_state* state_of(__u32 key) {
 static __attribute__((noinline)) struct fabemu_link_counters* counters_of(__u32 key) {
   struct fabemu_link_counters* c = bpf_map_lookup_elem(&fabemu_counters, &key);
   if (c) return c;
-  struct fabemu_link_counters zero;
-  __builtin_memset(&zero, 0, sizeof(zero));
-  bpf_map_update_elem(&fabemu_counters, &key, &zero, BPF_NOEXIST);
+  __u32 zero_key = 0;
+  struct fabemu_link_counters* zero = bpf_map_lookup_elem(&fabemu_zero_counters, &zero_key);
+  if (!zero) return 0;
+  bpf_map_update_elem(&fabemu_counters, &key, zero, BPF_NOEXIST);
   return bpf_map_lookup_elem(&fabemu_counters, &key);
 }
 
@@ -290,6 +300,40 @@ static __always_inline __u32 mix32(__u32 h) {
   return h;
 }
 
+/* A frame damaged on the wire: one bit of its IPv4 header checksum flipped, so that the next
+ * hop's IP layer discards it (as a port discards a frame whose FCS fails; counted there as an
+ * IP header error). A duplicate: a clone sent through this port again (it takes its own turn
+ * on the link), marked so that it is not duplicated in turn. */
+/* Its own lookups and draw (under the link's lock, after the frame's loss and jitter draws):
+ * what it needs would otherwise stay live across the whole program, on a stack whose deepest
+ * call chain Linux 6.1 holds to 512 bytes. */
+__attribute__((noinline)) int damage(struct __sk_buff* skb, __u32 key, int copy) {
+  if (!skb) return 0;
+  struct fabemu_link_cfg* cfg = bpf_map_lookup_elem(&fabemu_cfg, &key);
+  struct fabemu_link_state* st = bpf_map_lookup_elem(&fabemu_state, &key);
+  struct fabemu_link_counters* cnt = bpf_map_lookup_elem(&fabemu_counters, &key);
+  if (!cfg || !st || !cnt) return 0;
+  const __u32 corrupt = cfg->corrupt, duplicate = cfg->duplicate;
+  bpf_spin_lock(&st->lock);
+  const __u64 r = next_random(&st->prng);
+  bpf_spin_unlock(&st->lock);
+  const __u32 lo = (__u32)r, hi = (__u32)(r >> 32);
+  if (corrupt && chance(lo, corrupt) && skb->protocol == bpf_htons(ETH_P_IP)) {
+    __u8 b;
+    const __u32 at = ETH_HLEN + 10 + ((hi >> 3) & 1); /* iphdr.check, either byte */
+    if (bpf_skb_load_bytes(skb, at, &b, 1) == 0) {
+      b ^= (__u8)(1U << (hi & 7));
+      if (bpf_skb_store_bytes(skb, at, &b, 1, 0) == 0) cnt->corrupted++;
+    }
+  }
+  if (duplicate && chance(hi, duplicate) && !copy) {
+    skb->mark |= FABEMU_DUP_MARK;
+    if (bpf_clone_redirect(skb, skb->ifindex, 0) == 0) cnt->duplicated++;
+    skb->mark &= ~FABEMU_DUP_MARK;
+  }
+  return 0;
+}
+
 SEC("tc")
 int fabemu_shape(struct __sk_buff* skb) {
   __u32 key = skb->ifindex;
@@ -346,6 +390,7 @@ int fabemu_shape(struct __sk_buff* skb) {
   /* Drawn for every packet, dropped or not, so packet k's fate depends on the seed and k only. */
   int loss = lost(&cfg, st, next_random(&st->prng));
   __u64 jitter_r = cfg.jitter_ns ? next_random(&st->prng) : 0;
+
 
   if (cfg.flags & FABEMU_LINK_DOWN) {
     v = DROP_DOWN;
@@ -437,6 +482,12 @@ int fabemu_shape(struct __sk_buff* skb) {
     cnt->ce_marks++;
   /* Without rate, delay and jitter there is nothing to schedule: leave the socket's stamp. */
   if (tstamp && (rate || cfg.delay_ns || cfg.jitter_ns)) skb->tstamp = tstamp;
+  /* Damage on the wire, drawn only where a link has it (loss and jitter sequences stay as they
+   * were). A duplicate made by damage() on its second way through is shaped like any frame but
+   * not duplicated again (at duplicate: 100% that would never end). */
+  const int copy = (skb->mark & FABEMU_DUP_MARK) != 0;
+  skb->mark &= ~FABEMU_DUP_MARK;
+  if (cfg.corrupt | cfg.duplicate) damage(skb, key, copy);
   cnt->packets++;
   cnt->bytes += skb->len;
   cnt->lossless_packets += ll & 1;

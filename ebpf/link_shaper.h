@@ -61,7 +61,14 @@ struct fabemu_link_cfg {
   __u64 pfc_xon_bytes;
   __u64 pfc_slot_ns;
   __u64 pfc_watchdog_ns; /* a pause longer than this drops the class instead (0: never) */
+  /* Damage on the wire: the probability that a frame arrives corrupted (the next hop discards
+   * it, as a port discards a frame whose FCS fails) or twice. Drawn from the same PRNG. */
+  __u32 corrupt;
+  __u32 duplicate;
 };
+
+/* skb->mark bit of a duplicate on its way through the port again: it is not duplicated twice. */
+#define FABEMU_DUP_MARK 0x80000000U
 
 /* Priority flow control (802.1Qbb) for the lossless class, by ingress port: the buffer a switch
  * (or host) holds for frames that arrived over one link, keyed by the ifindex of the port they
@@ -118,6 +125,8 @@ struct fabemu_link_counters {
   __u64 pause_events;   /* pauses begun: the XOFF a switch would have sent */
   __u64 drop_watchdog;  /* lossless frames dropped by the PFC watchdog */
   __u64 lossless_drops; /* lossless frames dropped, whatever the cause (watchdog included) */
+  __u64 corrupted;      /* handed on damaged: the next hop drops them */
+  __u64 duplicated;     /* handed on twice */
 };
 
 /* Who shapes a key: the namespace (nsfs device and inode) and name of the port, written by

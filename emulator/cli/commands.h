@@ -47,7 +47,8 @@ struct UpArgs {
 // `link set LAB LINK --rate ...`; `link down/up` set `down`.
 struct LinkSetArgs {
   std::string lab, link;
-  std::string rate, delay, jitter, loss, loss_burst, queue, ecn, pfc;  // "" = unchanged
+  std::string rate, delay, jitter, loss, loss_burst, queue, ecn, pfc, corrupt,
+      duplicate;  // "" = unchanged
   std::optional<bool> reorder, down;
   bool accept_degraded = false;
   std::string on;  // --on slurm: a lab across machines
@@ -61,7 +62,9 @@ struct LinkSetArgs {
             {"loss_burst", &loss_burst},
             {"queue", &queue},
             {"ecn_threshold", &ecn},
-            {"pfc", &pfc}};
+            {"pfc", &pfc},
+            {"corrupt", &corrupt},
+            {"duplicate", &duplicate}};
   }
 };
 

@@ -34,7 +34,7 @@ std::variant<LinkShape, int> shape_of(const LinkSetArgs& a, uint32_t mtu) {
   if (s.empty()) {
     print_error(
         "link set: nothing to change; give --rate, --delay, --jitter, --loss, --loss-burst, "
-        "--queue, --ecn-threshold, --pfc or --reorder/--no-reorder");
+        "--queue, --ecn-threshold, --pfc, --corrupt, --duplicate or --reorder/--no-reorder");
     return kExitBadInput;
   }
   return s;

@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
   link_set->add_option("--pfc", link.pfc,
                        "PFC of the lossless class: xoff,xon[,watchdog] of the receiving end's "
                        "buffer, e.g. 200K,150K,1ms; off to turn it off");
+  link_set->add_option("--corrupt", link.corrupt,
+                       "Frames damaged on the wire (the next hop drops them), e.g. 0.1%");
+  link_set->add_option("--duplicate", link.duplicate, "Frames sent twice, e.g. 0.1%");
   bool reorder = false, no_reorder = false;
   link_set->add_flag("--reorder", reorder, "Jitter may reorder packets (the default)");
   link_set->add_flag("--no-reorder", no_reorder, "Jitter keeps packets in order")

@@ -31,6 +31,8 @@ Json shape_json(const LinkShape& s) {
     j["pfc"] = {{"xoff_bytes", s.pfc->xoff_bytes},
                 {"xon_bytes", s.pfc->xon_bytes},
                 {"watchdog_ns", s.pfc->watchdog_ns}};
+  if (s.corrupt) j["corrupt"] = *s.corrupt;
+  if (s.duplicate) j["duplicate"] = *s.duplicate;
   return j;
 }
 
@@ -53,6 +55,8 @@ Json direction_json(const DirectionState& d, const TimeScale& t) {
               {"pause_events", c.pause_events},
               {"drop_watchdog", c.drop_watchdog},
               {"lossless_drops", c.lossless_drops},
+              {"corrupted", c.corrupted},
+              {"duplicated", c.duplicated},
               {"queue_delay_p50_ns", real(queue_delay_quantile(c, 0.5))},
               {"queue_delay_p99_ns", real(queue_delay_quantile(c, 0.99))},
               {"queue_delay_hist", c.queue_delay_hist}}}};
@@ -207,6 +211,8 @@ LinkShape shape_from_json(const Json& j) {
     s.loss_burst = BurstLoss{b.at("p").get<double>(), b.at("r").get<double>(),
                              b.at("loss_bad").get<double>(), b.at("loss_good").get<double>()};
   }
+  if (j.contains("corrupt")) s.corrupt = j["corrupt"].get<double>();
+  if (j.contains("duplicate")) s.duplicate = j["duplicate"].get<double>();
   if (j.contains("reorder")) s.reorder = j["reorder"].get<bool>();
   if (j.contains("down")) s.down = j["down"].get<bool>();
   if (j.contains("pfc")) {

@@ -139,9 +139,10 @@ Result<void> set_link_shape_field(LinkShape& s, std::string_view key, std::strin
     if (off) return assign(field, Result<uint64_t>(uint64_t{0}));
     return assign(field, parse_time_ns(text));
   }
-  if (key == "loss") {
-    if (off) return assign(s.loss, Result<double>(0.0));
-    return assign(s.loss, parse_loss(text));
+  if (key == "loss" || key == "corrupt" || key == "duplicate") {
+    auto& field = key == "loss" ? s.loss : key == "corrupt" ? s.corrupt : s.duplicate;
+    if (off) return assign(field, Result<double>(0.0));
+    return assign(field, parse_loss(text));
   }
   if (key == "loss_burst") return assign(s.loss_burst, parse_burst(text));
   if (key == "queue") {

@@ -14,8 +14,8 @@ namespace fabemu {
 // The settings a link shape has, by the name both the YAML key and the CLI option use
 // (`ecn_threshold` is --ecn-threshold, `loss_burst` --loss-burst).
 inline constexpr std::string_view kLinkShapeKeys[] = {
-    "rate",       "delay", "jitter",        "reorder", "loss",
-    "loss_burst", "queue", "ecn_threshold", "down",    "pfc"};
+    "rate",  "delay",         "jitter", "reorder", "loss",    "loss_burst",
+    "queue", "ecn_threshold", "down",   "pfc",     "corrupt", "duplicate"};
 
 enum class ShapeSyntax {
   Scenario,  // what the link is

@@ -42,6 +42,8 @@ void LinkShape::merge(const LinkShape& over) {
   take_if_set(ecn_threshold_bytes, over.ecn_threshold_bytes);
   take_if_set(down, over.down);
   take_if_set(pfc, over.pfc);
+  take_if_set(corrupt, over.corrupt);
+  take_if_set(duplicate, over.duplicate);
 }
 
 std::string LinkShape::str() const {
@@ -75,6 +77,8 @@ std::string LinkShape::str() const {
         (pfc->watchdog_ns ? ", watchdog " + format_time_ns(pfc->watchdog_ns) : "") + "}");
   else if (pfc)
     add("pfc off");
+  if (corrupt.value_or(0)) add("corrupt " + percent(*corrupt));
+  if (duplicate.value_or(0)) add("duplicate " + percent(*duplicate));
   return out;
 }
 

@@ -51,6 +51,10 @@ struct LinkShape {
   std::optional<uint64_t> ecn_threshold_bytes;  // the same as a backlog, like a switch's K
   std::optional<bool> down;
   std::optional<PfcShape> pfc;
+  // Damage on the wire (fractions 0..1, seeded like loss): a frame corrupted (the next hop
+  // discards it, as a port discards a frame whose FCS fails) or sent twice.
+  std::optional<double> corrupt;
+  std::optional<double> duplicate;
 
   // Fields set in `over` replace ours.
   void merge(const LinkShape& over);

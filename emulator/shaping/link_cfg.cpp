@@ -39,6 +39,8 @@ fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer) {
   cfg.ecn_threshold_bytes = shape.ecn_threshold_bytes.value_or(0);
   cfg.loss = probability_u32(shape.loss.value_or(0));
   if (shape.loss_burst) set_gilbert_elliott(cfg, *shape.loss_burst);
+  cfg.corrupt = probability_u32(shape.corrupt.value_or(0));
+  cfg.duplicate = probability_u32(shape.duplicate.value_or(0));
   cfg.seed = seed;
   if (shape.down.value_or(false)) cfg.flags |= FABEMU_LINK_DOWN;
   if (!shape.reorder.value_or(true)) cfg.flags |= FABEMU_LINK_NO_REORDER;
@@ -101,6 +103,8 @@ LinkShape to_shape(const fabemu_link_cfg& cfg) {
   } else if (cfg.loss) {
     s.loss = probability_of(cfg.loss);
   }
+  if (cfg.corrupt) s.corrupt = probability_of(cfg.corrupt);
+  if (cfg.duplicate) s.duplicate = probability_of(cfg.duplicate);
   if (cfg.flags & FABEMU_LINK_DOWN) s.down = true;
   if (cfg.flags & FABEMU_LINK_NO_REORDER) s.reorder = false;
   if (cfg.pfc_xoff_bytes)

@@ -205,6 +205,8 @@ Result<LinkCounters> LinkShaper::counters(uint32_t ifindex) const {
     sum.pause_events += c.pause_events;
     sum.drop_watchdog += c.drop_watchdog;
     sum.lossless_drops += c.lossless_drops;
+    sum.corrupted += c.corrupted;
+    sum.duplicated += c.duplicated;
     for (size_t i = 0; i < sum.queue_delay_hist.size(); ++i)
       sum.queue_delay_hist[i] += c.queue_delay_hist[i];
   }

@@ -26,7 +26,8 @@ struct LinkCounters {
   std::array<uint64_t, FABEMU_HIST_BUCKETS> queue_delay_hist{};  // see ebpf/link_shaper.h
   // PFC of the lossless class (see ebpf/link_shaper.h).
   uint64_t lossless_packets = 0, pause_ns = 0, pause_events = 0, drop_watchdog = 0;
-  uint64_t lossless_drops = 0;  // of those drops, frames of the lossless class
+  uint64_t lossless_drops = 0;             // of those drops, frames of the lossless class
+  uint64_t corrupted = 0, duplicated = 0;  // damage on the wire (the next hop drops corrupted)
 
   uint64_t drops() const { return drop_down + drop_loss + drop_queue + drop_watchdog; }
 };

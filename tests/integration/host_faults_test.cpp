@@ -158,5 +158,49 @@ TEST_F(HostFaultTest, OvsSwitchesRouteAnAllreduceAroundAFailedLink) {
   EXPECT_NE(o.out.find("workload[0] allreduce (gloo, tcp): ok"), std::string::npos) << o;
 }
 
+// Damage on the wire: every frame of a link sent twice (ping counts the duplicates), then every
+// frame corrupted (the next hop discards them: nothing gets through, and the link counts them);
+// and the same from the fault timeline.
+TEST_F(HostFaultTest, CorruptedFramesAreDroppedByTheNextHopAndDuplicatesArrive) {
+  const std::string lab = lab_name("hd");
+  LabGuard guard(lab);
+  TempScenario sc("name: hd\n" + kSmall);
+  ASSERT_EQ(fabemu({"up", sc.path(), "--lab", lab}).status, 0);
+  ASSERT_EQ(fabemu({"link", "set", lab, "leaf1>spine1", "--duplicate", "100%"}).status, 0);
+  Outcome dup = fabemu({"exec", lab + ":h1", "--", "ping", "-c3", "-i", "0.2", "h3"});
+  EXPECT_EQ(dup.status, 0) << dup;
+  // (the last request's duplicate may come after ping has stopped counting)
+  EXPECT_TRUE(std::regex_search(dup.out, std::regex(R"(3 received, \+[23] duplicates)"))) << dup;
+  ASSERT_EQ(
+      fabemu({"link", "set", lab, "leaf1>spine1", "--duplicate", "0", "--corrupt", "100%"}).status,
+      0);
+  Outcome bad = fabemu({"exec", lab + ":h1", "--", "ping", "-c3", "-i", "0.2", "-W1", "h3"});
+  EXPECT_EQ(bad.status, 1) << bad;
+  EXPECT_NE(bad.out.find("0 received"), std::string::npos) << bad;
+  Outcome status = fabemu({"status", lab, "--json"});
+  ASSERT_EQ(status.status, 0);
+  EXPECT_NE(status.out.find("\"corrupt\":1.0"), std::string::npos) << status;
+  const std::regex counters(R"re("corrupted":(\d+),"duplicated":(\d+))re");
+  uint64_t corrupted = 0, duplicated = 0;
+  for (std::sregex_iterator it(status.out.begin(), status.out.end(), counters), end; it != end;
+       ++it) {
+    corrupted += std::stoull((*it)[1]);
+    duplicated += std::stoull((*it)[2]);
+  }
+  EXPECT_GE(corrupted, 3u) << status;
+  EXPECT_GE(duplicated, 3u) << status;
+  EXPECT_EQ(fabemu({"down", lab}).status, 0);
+
+  const std::string lab2 = lab_name("he");
+  LabGuard guard2(lab2);
+  Outcome o = run("name: he\n" + kSmall +
+                      "workload:\n  - exec: {hosts: [h1], command: [sh, -c, 'sleep 1; ping -c5 -i "
+                      "0.1 -W1 h3 | grep received'], timeout: 60s}\n"
+                      "faults:\n  - {at: 500ms, link: \"leaf1:spine1\", set: {corrupt: 100%}}\n",
+                  lab2);
+  EXPECT_NE(o.out.find("leaf1:spine1 set corrupt 100%"), std::string::npos) << o;
+  EXPECT_NE(o.out.find("[h1] 5 packets transmitted, 0 received"), std::string::npos) << o;
+}
+
 }  // namespace
 }  // namespace fabemu::itest

@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "scenario/link_shape_text.h"
 #include "shaping/link_cfg.h"
 #include "util/prng.h"
 
@@ -175,6 +176,27 @@ TEST(ShaperCfg, ShapesPrintInTheScenarioSpelling) {
   s.queue_bytes = 64 << 10;
   EXPECT_EQ(s.str(), "rate 25gbit, delay 2us, loss 0.5%, queue 64K");
   EXPECT_EQ(LinkShape{}.str(), "");
+}
+
+TEST(ShaperCfg, CorruptAndDuplicateRoundTripAndParseLikeLoss) {
+  LinkShape s;
+  ASSERT_TRUE(set_link_shape_field(s, "corrupt", "0.1%", 1500).ok());
+  ASSERT_TRUE(set_link_shape_field(s, "duplicate", "0.5", 1500).ok());
+  EXPECT_FALSE(set_link_shape_field(s, "duplicate", "150%", 1500).ok());
+  const fabemu_link_cfg cfg = to_cfg(s, 1, false);
+  EXPECT_EQ(cfg.corrupt, probability_u32(0.001));
+  EXPECT_EQ(cfg.duplicate, probability_u32(0.5));
+  EXPECT_EQ(cfg.loss, 0u) << "damage is not loss";
+  const LinkShape back = to_shape(cfg);
+  EXPECT_NEAR(back.corrupt.value_or(0), 0.001, 1e-9);
+  EXPECT_NEAR(back.duplicate.value_or(0), 0.5, 1e-9);
+  EXPECT_EQ(back.str(), "corrupt 0.1%, duplicate 50%");
+  // A live change's "off" turns it off.
+  LinkShape off;
+  ASSERT_TRUE(set_link_shape_field(off, "corrupt", "off", 1500, ShapeSyntax::Change).ok());
+  LinkShape merged = back;
+  merged.merge(off);
+  EXPECT_EQ(to_cfg(merged, 1, false).corrupt, 0u);
 }
 
 }  // namespace
