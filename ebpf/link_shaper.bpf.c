@@ -391,7 +391,6 @@ int fabemu_shape(struct __sk_buff* skb) {
   int loss = lost(&cfg, st, next_random(&st->prng));
   __u64 jitter_r = cfg.jitter_ns ? next_random(&st->prng) : 0;
 
-
   if (cfg.flags & FABEMU_LINK_DOWN) {
     v = DROP_DOWN;
   } else {
