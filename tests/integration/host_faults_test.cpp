@@ -34,6 +34,7 @@ class HostFaultTest : public LabTest {
 
 TEST_F(HostFaultTest, ACrashKillsTheHostsProcessesAndCutsItOffUntilItRestarts) {
   const std::string lab = lab_name("hc");
+  const Snapshot before = Snapshot::take(lab);
   LabGuard guard(lab);
   TempScenario sc("name: hc\n" + kSmall);
   ASSERT_EQ(fabemu({"up", sc.path(), "--lab", lab}).status, 0);
@@ -57,6 +58,7 @@ TEST_F(HostFaultTest, ACrashKillsTheHostsProcessesAndCutsItOffUntilItRestarts) {
   EXPECT_EQ(fabemu({"exec", lab + ":h1", "--", "ping", "-c1", "-W2", "h3"}).status, 0)
       << "h3 unreachable after its restart";
   EXPECT_EQ(fabemu({"down", lab}).status, 0);
+  EXPECT_EQ(Snapshot::take(lab), before);
 }
 
 TEST_F(HostFaultTest, AFrozenHostsClockStandsStillAndDownThawsIt) {
@@ -91,6 +93,7 @@ TEST_F(HostFaultTest, AFrozenHostsClockStandsStillAndDownThawsIt) {
   // process behind.
   TempScenario sc("name: hf2\n" + kSmall + "hosts: {overrides: [{host: h2, cpu: 4}]}\n");
   const std::string lab2 = lab_name("hg");
+  const Snapshot before = Snapshot::take(lab2);
   LabGuard guard2(lab2);
   ASSERT_EQ(fabemu({"up", sc.path(), "--lab", lab2}).status, 0);
   Process sleeper = spawn(fabemu_argv({"exec", lab2 + ":h2", "--", "sleep", "300"}));
@@ -100,6 +103,8 @@ TEST_F(HostFaultTest, AFrozenHostsClockStandsStillAndDownThawsIt) {
   Outcome down = fabemu({"down", lab2});
   EXPECT_EQ(down.status, 0) << down;
   EXPECT_TRUE(wait_for(sleeper, 10s)) << "h2's process survived down";
+  // Its cgroups (cpu, memory and, on v1, freezer) went with it.
+  EXPECT_EQ(Snapshot::take(lab2), before);
 }
 
 TEST_F(HostFaultTest, APartitionCutsTheGroupsApartButNotWithinAndHeals) {
