@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -338,9 +339,12 @@ Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& jour
   for (const auto& e : journal)
     if (e.kind == JournalEntry::Kind::Netns || e.kind == JournalEntry::Kind::Uts)
       paths.push_back(e.path);
-  // A host a fault froze is thawed first, so that its processes can end on SIGTERM too.
+  // A host a fault froze is thawed first, so that its processes can end on SIGTERM too. Only
+  // the hosts' own cgroups (fabemu/LAB/HOST): thawing a shared parent would thaw another lab's
+  // frozen hosts under cgroup v1.
   for (const auto& e : journal)
-    if (e.kind == JournalEntry::Kind::Cgroup) {
+    if (e.kind == JournalEntry::Kind::Cgroup &&
+        std::count(e.path.begin(), e.path.end(), '/') == 2) {
       if (!cgroups_) cgroups_ = detect_cgroups();
       if (cgroups_->v2 || !cgroups_->freezer_root.empty())
         (void)freeze_cgroup(*cgroups_, e.path, false);
