@@ -118,7 +118,7 @@ TEST_F(HostFaultTest, APartitionCutsTheGroupsApartButNotWithinAndHeals) {
                       "ping -c1 -W1 h2 >/dev/null && echo LOCAL_OK || echo LOCAL_CUT; "
                       "sleep 3; ping -c1 -W2 h3 >/dev/null && echo HEALED || echo STILL_CUT'], "
                       "timeout: 60s}\n"
-                      "faults:\n  - {at: 500ms, partition: [[h1, h4], [h2, h3]], for: 2s}\n",
+                      "faults:\n  - {at: 500ms, partition: [[h1, h4], [h2, h3]], for: 4s}\n",
                   lab);
   ASSERT_EQ(o.status, 0) << o;
   EXPECT_NE(o.out.find("partition h1,h4 | h2,h3"), std::string::npos) << o;
@@ -133,10 +133,10 @@ TEST_F(HostFaultTest, ANicDownCutsItsHostUntilItComesBack) {
   LabGuard guard(lab);
   Outcome o = run("name: hn\n" + kSmall +
                       "workload:\n  - exec: {hosts: [h1], command: [sh, -c, 'sleep 1; "
-                      "ping -c1 -W1 h3 >/dev/null && echo UP || echo DOWN; sleep 1.5; "
+                      "ping -c1 -W1 h3 >/dev/null && echo UP || echo DOWN; sleep 2.5; "
                       "ping -c1 -W2 h3 >/dev/null && echo UP || echo DOWN'], timeout: 60s}\n"
                       "faults:\n  - {at: 500ms, host: h3, nic_down: eth0}\n"
-                      "  - {at: 2s, host: h3, nic_up: eth0}\n",
+                      "  - {at: 3s, host: h3, nic_up: eth0}\n",
                   lab);
   ASSERT_EQ(o.status, 0) << o;
   const size_t down = o.out.find("[h1] DOWN"), up = o.out.find("[h1] UP");
