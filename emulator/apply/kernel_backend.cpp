@@ -346,8 +346,7 @@ Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& jour
     if (e.kind == JournalEntry::Kind::Cgroup &&
         std::count(e.path.begin(), e.path.end(), '/') == 2) {
       if (!cgroups_) cgroups_ = detect_cgroups();
-      if (cgroups_->v2 || !cgroups_->freezer_root.empty())
-        (void)freeze_cgroup(*cgroups_, e.path, false);
+      (void)freeze_cgroup(*cgroups_, e.path, false);  // no freezer: nothing was frozen
     }
   return kill_processes_in_namespaces(paths);
 }

@@ -35,6 +35,14 @@ NlAddrPtr to_nl(Prefix p) {
   return a;
 }
 
+// The IPv4 address in a libnl address; unset for none or another family.
+std::optional<Ipv4> ipv4_of(const nl_addr* a) {
+  if (!a || nl_addr_get_len(a) != 4) return std::nullopt;
+  uint32_t be;
+  std::memcpy(&be, nl_addr_get_binary_addr(a), 4);
+  return Ipv4{ntohl(be)};
+}
+
 int errno_for(int nl_err) {
   switch (nl_err < 0 ? -nl_err : nl_err) {
     case NLE_EXIST:
@@ -182,21 +190,12 @@ Result<std::vector<RtnlSocket::KernelRoute>> RtnlSocket::gateway_routes() {
     if (rtnl_route_get_table(r) != RT_TABLE_MAIN || rtnl_route_get_type(r) != RTN_UNICAST) continue;
     KernelRoute k;
     nl_addr* dst = rtnl_route_get_dst(r);
-    if (dst && nl_addr_get_len(dst) == 4) {
-      uint32_t be;
-      std::memcpy(&be, nl_addr_get_binary_addr(dst), 4);
-      k.dst = Prefix{Ipv4{ntohl(be)}, static_cast<int>(nl_addr_get_prefixlen(dst))};
-    } else {
-      k.dst = Prefix{Ipv4{0}, 0};
-    }
-    k.protocol = rtnl_route_get_protocol(r);
-    for (int i = 0, n = rtnl_route_get_nnexthops(r); i < n; ++i) {
-      nl_addr* gw = rtnl_route_nh_get_gateway(rtnl_route_nexthop_n(r, i));
-      if (!gw || nl_addr_get_len(gw) != 4) continue;
-      uint32_t be;
-      std::memcpy(&be, nl_addr_get_binary_addr(gw), 4);
-      k.gateways.push_back(Ipv4{ntohl(be)});
-    }
+    const auto dst_ip = ipv4_of(dst);
+    k.dst =
+        dst_ip ? Prefix{*dst_ip, static_cast<int>(nl_addr_get_prefixlen(dst))} : Prefix{Ipv4{0}, 0};
+    for (int i = 0, n = rtnl_route_get_nnexthops(r); i < n; ++i)
+      if (auto gw = ipv4_of(rtnl_route_nh_get_gateway(rtnl_route_nexthop_n(r, i))))
+        k.gateways.push_back(*gw);
     if (k.gateways.empty()) continue;
     std::sort(k.gateways.begin(), k.gateways.end());
     out.push_back(std::move(k));

@@ -33,11 +33,10 @@ class RtnlSocket {
   // Deletes the main table's route to dst; a route that is not there counts as deleted.
   Result<void> delete_route(Prefix dst, const std::string& what);
   // The main table's IPv4 unicast routes with gateways (connected and local ones left out):
-  // destination, next hops' gateways (sorted) and the protocol that installed it (RTPROT_*).
+  // destination and next hops' gateways (sorted).
   struct KernelRoute {
     Prefix dst;
     std::vector<Ipv4> gateways;
-    int protocol = 0;
   };
   Result<std::vector<KernelRoute>> gateway_routes();
   // A policy rule (priority `prio`) that drops what goes from `src` to `dst`: a partition cut

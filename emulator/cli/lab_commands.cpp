@@ -210,9 +210,7 @@ int print_partition(const LabModel& m, int machines) {
       "most of its neighbours are, which crowds them); hosts per machine %d..%d\n",
       p->cut_links.size(), t.links.size(), min_cut_links(m, *p), hosts_min, hosts_max);
   std::string cut;
-  for (int l : p->cut_links)
-    cut += (cut.empty() ? "" : " ") + t.nodes[t.links[l].a.node].name + ":" +
-           t.nodes[t.links[l].b.node].name;
+  for (int l : p->cut_links) cut += (cut.empty() ? "" : " ") + link_name(t, t.links[l]);
   if (!cut.empty()) std::printf("cut: %s\n", cut.c_str());
   return kExitOk;
 }

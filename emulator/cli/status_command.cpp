@@ -170,7 +170,7 @@ Json status_json(const LabStatus& s) {
   Json links = Json::array();
   for (size_t l = 0; l < t.links.size(); ++l) {
     const Link& link = t.links[l];
-    Json o = {{"name", t.nodes[link.a.node].name + ":" + t.nodes[link.b.node].name},
+    Json o = {{"name", link_name(t, link)},
               {"class", link.cls},
               {"a", end_json(s, l, link.a)},
               {"b", end_json(s, l, link.b)},

@@ -136,8 +136,7 @@ Result<void> choose_shaping(const LabModel& m, Capabilities& caps, const ChoiceO
     for (const Link& l : m.topo.links)
       for (const LinkShape* s : {&l.a_to_b, &l.b_to_a})
         if (s->pfc && s->pfc->xoff_bytes && on[l.a.node] != on[l.b.node])
-          return refused("links: " + m.topo.nodes[l.a.node].name + ":" +
-                         m.topo.nodes[l.b.node].name +
+          return refused("links: " + link_name(m.topo, l) +
                          " has pfc but is cut between machines; PFC across machines is not "
                          "supported yet (place both ends on one machine with placement:)");
   }

@@ -16,13 +16,14 @@ bool has_switch_peer(const Topology& t, int node) {
 }
 
 // Whether some shortest path from `n` to switch `dst` crosses no ASN in `seen` and none twice:
-// BGP refuses a path that holds its own ASN, so only such paths can carry dst's routes.
+// BGP refuses a path that holds its own ASN, so only such paths can carry dst's routes. `seen`
+// is the path so far (a few hops: a vector, searched linearly, allocates nothing per call).
 bool loop_free_path(const Topology& t, const std::vector<uint32_t>& asn,
                     const std::vector<std::vector<int>>& dist, int n, int dst,
-                    std::set<uint32_t>& seen) {
-  if (seen.count(asn[n])) return false;
+                    std::vector<uint32_t>& seen) {
+  if (std::find(seen.begin(), seen.end(), asn[n]) != seen.end()) return false;
   if (n == dst) return true;
-  seen.insert(asn[n]);
+  seen.push_back(asn[n]);
   bool found = false;
   for (int l : t.links_of(n)) {
     const int peer = t.links[l].peer(n).node;
@@ -32,7 +33,7 @@ bool loop_free_path(const Topology& t, const std::vector<uint32_t>& asn,
       break;
     }
   }
-  seen.erase(asn[n]);
+  seen.pop_back();
   return found;
 }
 
@@ -83,18 +84,19 @@ Result<std::vector<BgpRouter>> plan_bgp(const Topology& t, const AddressPlan& pl
   if (!routes) return routes.error();
   const std::vector<uint32_t> asn = plan_asns(t);
   const auto dist = switch_distances(t);
-  // Which switch announces a prefix: its host block and its loopback.
-  std::vector<std::pair<Prefix, int>> origin;
+  // Which switch announces a prefix (its host block and its loopback), by address and length:
+  // looked up once per planned route.
+  std::map<std::pair<uint32_t, int>, int> origin;
   for (int s : t.switches()) {
-    if (plan.edge_block[s]) origin.push_back({*plan.edge_block[s], s});
-    if (plan.loopback[s]) origin.push_back({Prefix{*plan.loopback[s], 32}, s});
+    if (plan.edge_block[s]) origin[{plan.edge_block[s]->addr.v, plan.edge_block[s]->len}] = s;
+    if (plan.loopback[s]) origin[{plan.loopback[s]->v, 32}] = s;
   }
   auto origin_of = [&](const Prefix& p) {
-    for (const auto& [prefix, s] : origin)
-      if (prefix == p) return s;
-    return -1;
+    auto it = origin.find({p.addr.v, p.len});
+    return it == origin.end() ? -1 : it->second;
   };
   std::vector<BgpRouter> out;
+  std::vector<uint32_t> seen;
   for (int s : t.switches()) {
     if (!asn[s]) continue;
     BgpRouter r;
@@ -110,19 +112,15 @@ Result<std::vector<BgpRouter>> plan_bgp(const Topology& t, const AddressPlan& pl
     if (plan.edge_block[s]) r.networks.push_back(*plan.edge_block[s]);
     r.networks.push_back(Prefix{r.router_id, 32});
     for (const Route& route : (*routes)[s]) {
-      const bool via_switches =
-          !route.nexthops.empty() &&
-          std::all_of(route.nexthops.begin(), route.nexthops.end(), [&](const Nexthop& h) {
-            return t.nodes[t.links[h.link].peer(s).node].role == Role::Switch;
-          });
+      if (!via_switches(t, s, route)) continue;
       const int dst = origin_of(route.dst);
-      if (!via_switches || dst < 0 || !asn[dst]) continue;
+      if (dst < 0 || !asn[dst]) continue;
       // The static plan's next hops through which BGP can learn the route: a leaf's prefixes
       // over every shortest path, but not the loopback of a switch that shares this one's ASN
       // (two spines of a leaf-spine, two cores of a fat-tree), as RFC 7938 describes.
       Route learned{route.dst, {}, route.src};
       for (const Nexthop& h : route.nexthops) {
-        std::set<uint32_t> seen{r.asn};
+        seen.assign(1, r.asn);
         if (loop_free_path(t, asn, dist, t.links[h.link].peer(s).node, dst, seen))
           learned.nexthops.push_back(h);
       }

@@ -68,6 +68,10 @@ std::string host_nic(const Topology& t, int host) {
   return links.empty() ? "" : t.links[links.front()].end(host).ifname;
 }
 
+std::string link_name(const Topology& t, const Link& l) {
+  return t.nodes[l.a.node].name + ":" + t.nodes[l.b.node].name;
+}
+
 std::string direction_name(const Topology& t, int link, bool b_to_a) {
   const Link& l = t.links[link];
   const std::string& a = t.nodes[l.a.node].name;

@@ -96,6 +96,9 @@ bool host_has_cgroup(const LabModel& m, int host);
 // what *_SOCKET_IFNAME name.
 std::string host_nic(const Topology& t, int host);
 
+// "a:b": the name of a link (both directions), as scenarios, `link set` and reports spell it.
+std::string link_name(const Topology& t, const Link& l);
+
 // "a>b": the name of one direction of a link, used for seeds and in reports.
 std::string direction_name(const Topology& t, int link, bool b_to_a);
 

@@ -29,6 +29,13 @@ std::vector<std::vector<int>> switch_distances(const Topology& t, const std::set
   return dist;
 }
 
+bool via_switches(const Topology& t, int node, const Route& route) {
+  return !route.nexthops.empty() &&
+         std::all_of(route.nexthops.begin(), route.nexthops.end(), [&](const Nexthop& h) {
+           return t.nodes[t.links[h.link].peer(node).node].role == Role::Switch;
+         });
+}
+
 namespace {
 
 // Like a real Clos leaf, a switch whose routes mostly go "up" (to switches of a higher tier)

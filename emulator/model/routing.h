@@ -35,6 +35,10 @@ Result<std::vector<std::vector<Route>>> plan_routes(const Topology& topo, const 
                                                     const std::set<int>& failed = {},
                                                     bool summarize = true);
 
+// Whether a route of `node` leads to switches only (a route between switches, which a BGP
+// router learns from its peers): it has next hops and each reaches a switch.
+bool via_switches(const Topology& topo, int node, const Route& route);
+
 // Hop distances between switches over switch-switch links (-1 = unreachable).
 std::vector<std::vector<int>> switch_distances(const Topology& topo,
                                                const std::set<int>& failed = {});

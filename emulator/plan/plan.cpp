@@ -374,10 +374,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     const BgpRouter* bgp = bgp_router(m, node);
     for (const Route& r : m.routes[id]) {
       // A BGP router learns its routes to other switches from its peers.
-      if (bgp && std::all_of(r.nexthops.begin(), r.nexthops.end(), [&](const Nexthop& h) {
-            return t.nodes[t.links[h.link].peer(node).node].role == Role::Switch;
-          }))
-        continue;
+      if (bgp && via_switches(t, node, r)) continue;
       AddRoute a{ns, r.dst, {}, r.src, n.role == Role::Host ? host_rto_min_ms(m) : std::nullopt};
       for (const Nexthop& h : r.nexthops)
         a.hops.push_back({h.gateway, t.links[h.link].end(node).ifname});

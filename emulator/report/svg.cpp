@@ -112,7 +112,7 @@ std::string topology_svg(const LabModel& m, const RunReport* r) {
   s += "<rect width=\"100%\" height=\"100%\" fill=\"#fbfbfb\"/>\n";
   for (size_t i = 0; i < t.links.size(); ++i) {
     const Link& k = t.links[i];
-    const std::string name = t.nodes[k.a.node].name + ":" + t.nodes[k.b.node].name;
+    const std::string name = link_name(t, k);
     // Red where more than 1% of the frames were dropped: a congested TCP link tail-drops a
     // few by design.
     const bool dropped = drops[i] * 100 > packets[i] + drops[i] && drops[i] > 0;

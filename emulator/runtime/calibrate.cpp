@@ -61,7 +61,7 @@ std::optional<SizeResult> trial(LabModel& m, const LabPaths& paths, const Worklo
   LinkShape shape;
   shape.rate_bps = rate;
   for (const Link& l : m.topo.links) {
-    const std::string name = m.topo.nodes[l.a.node].name + ":" + m.topo.nodes[l.b.node].name;
+    const std::string name = link_name(m.topo, l);
     if (auto r = change_links(paths, m, name, shape, {}, &maps); !r) {
       failure = r.error().what();
       return std::nullopt;

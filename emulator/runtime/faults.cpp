@@ -247,6 +247,7 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
     case K::Partition:
     case K::Heal:
       return set_partition(model_, paths_, s.groups, s.kind == K::Partition);
+    case K::Cpu:
     case K::Crash:
     case K::Restart:
     case K::Freeze:
@@ -259,17 +260,14 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
       if (s.kind == K::Restart) return restart_host(model_, paths_, s.target, maps);
       if (s.kind == K::Freeze || s.kind == K::Thaw)
         return freeze_host(model_, paths_, s.target, s.kind == K::Freeze);
-      return set_nic(model_, paths_, s.target, s.nic, s.kind == K::NicUp, maps);
+      if (s.kind == K::NicDown || s.kind == K::NicUp)
+        return set_nic(model_, paths_, s.target, s.nic, s.kind == K::NicUp, maps);
+      const auto cpu = s.cpu ? s.cpu : model_.topo.nodes[id].limits.cpu;
+      FABEMU_TRY(set_cpu_quota(detect_cgroups(), host_cgroup(paths_, s.target), cpu));
+      return std::string(cpu ? "cgroup CPU quota set" : "cgroup CPU quota removed");
     }
     default:
       break;
-  }
-  if (s.kind == K::Cpu) {
-    const int id = model_.topo.find(s.target);
-    if (!local_node(model_, id)) return std::string(kElsewhere);
-    const auto cpu = s.cpu ? s.cpu : model_.topo.nodes[id].limits.cpu;
-    FABEMU_TRY(set_cpu_quota(detect_cgroups(), host_cgroup(paths_, s.target), cpu));
-    return std::string(cpu ? "cgroup CPU quota set" : "cgroup CPU quota removed");
   }
   LinkShape change = s.shape;
   if (s.kind != K::Shape) change.down = s.kind == K::Down;
@@ -292,7 +290,6 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
     else
       failed_.erase(d.link);
   }
-  if (ovs_switches(model_)) return reroute_ovs();
   if (!model_.bgp.empty()) {
     const auto& bfd = model_.scenario.fabric.bfd;
     return std::string(s.kind == K::Down ? "link model drops everything" : "link model carries") +
@@ -305,43 +302,12 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
   return reroute();
 }
 
-// OVS switches: each bridge whose routes change gets the flows and groups of the fabric
-// without the failed links, in one bundle (what the routers' route diff does for them).
-Result<std::string> FaultPlayer::reroute_ovs() {
-  auto next = plan_routes(model_.topo, model_.addresses, failed_);
-  if (!next) return "flows unchanged: no way around the failed links (" + next.error().what() + ")";
-  if (!ovs_tools_) {
-    auto tools = find_ovs_tools();
-    if (!tools) return tools.error();
-    ovs_tools_ = std::move(*tools);
-  }
-  if (pool_ < 0) {
-    auto j = read_journal(paths_.journal());
-    if (!j) return j.error();
-    pool_ = j->pool;
-  }
-  int bridges = 0;
-  for (int sw : model_.topo.switches()) {
-    if (!local_node(model_, sw)) continue;
-    std::vector<std::string> before, after;
-    for (const Route& r : current_[sw]) before.push_back(route_key(r));
-    for (const Route& r : (*next)[sw]) after.push_back(route_key(r));
-    std::sort(before.begin(), before.end());
-    std::sort(after.begin(), after.end());
-    if (before == after) continue;
-    FABEMU_TRY(replace_ovs_flows(*ovs_tools_, paths_.ovs_dir(),
-                                 ovs_bridge(model_.topo, model_.addresses, (*next)[sw], sw,
-                                            model_.scenario.fabric, model_.scenario.seed, pool_)));
-    ++bridges;
-  }
-  current_ = std::move(*next);
-  return "rerouted: flows and groups replaced on " + std::to_string(bridges) + " OVS bridges";
-}
-
 Result<std::string> FaultPlayer::reroute() {
+  const bool ovs = ovs_switches(model_);
   auto next = plan_routes(model_.topo, model_.addresses, failed_);
   if (!next)
-    return "routes unchanged: no way around the failed links (" + next.error().what() + ")";
+    return std::string(ovs ? "flows" : "routes") + " unchanged: no way around the failed links (" +
+           next.error().what() + ")";
   int switches = 0, changes = 0;
   for (int sw : model_.topo.switches()) {
     if (!local_node(model_, sw)) continue;  // its machine reroutes it
@@ -357,6 +323,11 @@ Result<std::string> FaultPlayer::reroute() {
     if (put.empty() && drop.empty()) continue;
     ++switches;
     changes += static_cast<int>(put.size() + drop.size());
+    if (ovs) {
+      // An OVS switch gets the flows and groups of its new routes, in one bundle.
+      FABEMU_TRY(replace_bridge(sw, (*next)[sw]));
+      continue;
+    }
     const std::string where = node_ns(model_, paths_, sw);
     FABEMU_TRY(run_in_netns(node_netns_path(model_, paths_, sw), [&]() -> Result<void> {
       auto sock = RtnlSocket::open();
@@ -376,8 +347,26 @@ Result<std::string> FaultPlayer::reroute() {
     }));
   }
   current_ = std::move(*next);
+  if (ovs)
+    return "rerouted: flows and groups replaced on " + std::to_string(switches) + " OVS bridges";
   return "rerouted: " + std::to_string(changes) + " route changes on " + std::to_string(switches) +
          " switches";
+}
+
+Result<void> FaultPlayer::replace_bridge(int sw, const std::vector<Route>& routes) {
+  if (!ovs_tools_) {
+    auto tools = find_ovs_tools();
+    if (!tools) return tools.error();
+    ovs_tools_ = std::move(*tools);
+  }
+  if (pool_ < 0) {
+    auto j = read_journal(paths_.journal());
+    if (!j) return j.error();
+    pool_ = j->pool;
+  }
+  return replace_ovs_flows(*ovs_tools_, paths_.ovs_dir(),
+                           ovs_bridge(model_.topo, model_.addresses, routes, sw,
+                                      model_.scenario.fabric, model_.scenario.seed, pool_));
 }
 
 }  // namespace fabemu

@@ -93,8 +93,10 @@ class FaultPlayer {
  private:
   void run(std::stop_token stop);
   Result<std::string> apply(const FaultStep& s);
+  // Every local switch gets the routes of the fabric without the failed links: a router by
+  // route changes (replaced, deleted by destination), an OVS switch by its bridge's flows.
   Result<std::string> reroute();
-  Result<std::string> reroute_ovs();
+  Result<void> replace_bridge(int sw, const std::vector<Route>& routes);
 
   const LabModel& model_;
   const LabPaths& paths_;

@@ -25,18 +25,21 @@ Result<int> host_id(const LabModel& m, const std::string& host) {
   return id;
 }
 
-std::string link_name(const Topology& t, int l) {
-  return t.nodes[t.links[l].a.node].name + ":" + t.nodes[t.links[l].b.node].name;
+// Both directions of link `l` down (dropping everything in the link model) or up again.
+Result<void> set_link_down(const LabModel& m, const LabPaths& paths, int l, bool down,
+                           LinkShaper* maps) {
+  LinkShape change;
+  change.down = down;
+  auto r = change_links(paths, m, link_name(m.topo, m.topo.links[l]), change, {}, maps);
+  if (!r) return r.error();
+  return ok();
 }
 
 Result<int> host_links_down(const LabModel& m, const LabPaths& paths, int id, bool down,
                             LinkShaper* maps) {
-  LinkShape change;
-  change.down = down;
   int n = 0;
   for (int l : m.topo.links_of(id)) {
-    auto r = change_links(paths, m, link_name(m.topo, l), change, {}, maps);
-    if (!r) return r.error();
+    FABEMU_TRY(set_link_down(m, paths, l, down, maps));
     ++n;
   }
   return n;
@@ -89,11 +92,8 @@ Result<std::string> set_nic(const LabModel& m, const LabPaths& paths, const std:
   if (!id) return id.error();
   for (int l : m.topo.links_of(*id))
     if (m.topo.links[l].end(*id).ifname == nic) {
-      LinkShape change;
-      change.down = !up;
-      auto r = change_links(paths, m, link_name(m.topo, l), change, {}, maps);
-      if (!r) return r.error();
-      return nic + "'s link " + link_name(m.topo, l) + (up ? " up" : " down");
+      FABEMU_TRY(set_link_down(m, paths, l, !up, maps));
+      return nic + "'s link " + link_name(m.topo, m.topo.links[l]) + (up ? " up" : " down");
     }
   return make_error(host + " has no NIC named '" + nic + "'", ENODEV);
 }

@@ -225,7 +225,7 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
     }
     size_t directions = 0;
     for (const Link& l : m.topo.links) {
-      const std::string name = m.topo.nodes[l.a.node].name + ":" + m.topo.nodes[l.b.node].name;
+      const std::string name = link_name(m.topo, l);
       if (ls->select != "all" && ls->select != l.cls && ls->select != name) continue;
       auto changed = change_links(paths, m, name, ls->set, {}, &*maps);
       if (!changed) {
