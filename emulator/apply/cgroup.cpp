@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
@@ -22,6 +23,13 @@ bool has_word(const std::string& list, const std::string& word) {
   std::string w;
   while (in >> w)
     if (w == word) return true;
+  return false;
+}
+
+bool has_subdirectory(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_directory(ec)) return true;
   return false;
 }
 
@@ -152,9 +160,19 @@ Result<void> freeze_cgroup(const CgroupLayout& l, const std::string& rel, bool f
 Result<void> remove_cgroup(const CgroupLayout& l, const std::string& rel) {
   for (const auto& root : roots(l)) {
     std::string dir = root + "/" + rel;
+    int err = ::rmdir(dir.c_str()) == 0 ? 0 : errno;
+    // A leaf whose last tasks are still exiting (their namespaces already gone, so `down` saw
+    // them end, but not yet out of the cgroup; a host just thawed takes longest) is busy for a
+    // moment: wait for them, up to 2 s. A parent with children is busy for good.
+    for (int i = 0; err == EBUSY && i < 200 && !has_subdirectory(dir); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      err = ::rmdir(dir.c_str()) == 0 ? 0 : errno;
+    }
     // ENOTEMPTY/EBUSY on a shared parent ("fabemu") that other labs still use is fine.
-    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EBUSY)
+    if (err && err != ENOENT && err != ENOTEMPTY && err != EBUSY) {
+      errno = err;
       return errno_error("removing cgroup " + dir);
+    }
   }
   return ok();
 }
