@@ -367,8 +367,11 @@ int fabemu_shape(struct __sk_buff* skb) {
   const int ll =
       (guarded_in || cfg.pfc_peer) && is_lossless(skb, cfg.lossless_dscp, cfg.lossless_udp_port);
   const int no_queue_drop = ll && (in ? guarded_in : 1);
+  /* In queue mode the lab's BPF qdisc pauses and keeps the buffers (pfc_qdisc.bpf.c). */
+  const int queue_mode = (cfg.flags & FABEMU_LINK_PFC_QUEUE) != 0;
   __u64 hold = 0;
-  if (ll && cfg.pfc_peer && cfg.pfc_xoff_bytes && !(cfg.flags & FABEMU_LINK_POLICER)) {
+  if (ll && cfg.pfc_peer && cfg.pfc_xoff_bytes &&
+      !(cfg.flags & (FABEMU_LINK_POLICER | FABEMU_LINK_PFC_QUEUE))) {
     /* When the frame would start: read without the lock, a guess that the stamp below fixes. */
     __u64 at = st->next_ns > now ? st->next_ns : now;
     if (st->ll_next_ns > at) at = st->ll_next_ns;
@@ -455,7 +458,7 @@ int fabemu_shape(struct __sk_buff* skb) {
   cnt->pause_ns += paused_ns;
   cnt->pause_events += pause_began;
   /* The frame sits in this node's buffer for the port it came in on until it leaves. */
-  if (ll && guarded_in && done) pfc_account(in, now, done, wire);
+  if (ll && guarded_in && done && !queue_mode) pfc_account(in, now, done, wire);
 
   if (v != PASS) cnt->lossless_drops += ll & 1;
   switch (v) {
@@ -487,6 +490,7 @@ int fabemu_shape(struct __sk_buff* skb) {
   const int copy = (skb->mark & FABEMU_DUP_MARK) != 0;
   skb->mark &= ~FABEMU_DUP_MARK;
   if (cfg.corrupt | cfg.duplicate) damage(skb, key, copy);
+  if (ll && queue_mode) skb->mark |= FABEMU_LOSSLESS_MARK; /* for the qdisc behind */
   cnt->packets++;
   cnt->bytes += skb->len;
   cnt->lossless_packets += ll & 1;

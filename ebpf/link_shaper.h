@@ -25,7 +25,17 @@ enum fabemu_link_flags {
   FABEMU_LINK_NO_REORDER = 1U << 1, /* jitter never lets a packet leave before its elder */
   FABEMU_LINK_POLICER = 1U << 2,    /* no fq: account the virtual queue, never set tstamp */
   FABEMU_LINK_GE = 1U << 3,         /* Gilbert-Elliott loss instead of Bernoulli */
+  /* PFC holds frames in the port's queue (the lab's BPF qdisc, pfc_qdisc.bpf.c): this program
+   * marks the lossless class and leaves pausing and the buffers to the qdisc. */
+  FABEMU_LINK_PFC_QUEUE = 1U << 4,
 };
+
+/* skb->mark bit of a frame of the lossless class, for the BPF qdisc behind the program (the
+ * mark does not leave the namespace: a veth scrubs it). */
+#define FABEMU_LOSSLESS_MARK 0x40000000U
+/* The BPF qdisc's kind as built; user space gives each lab's registration a name of its own
+ * of the same length (a qdisc kind is global to the kernel). */
+#define FABEMU_PFCQ_ID_PLACEHOLDER "fabemu_pfcq_id0"
 
 /* The lossless class's fixed UDP port when the class is RoCEv2 (IANA). */
 #define FABEMU_ROCEV2_PORT 4791

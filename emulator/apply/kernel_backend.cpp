@@ -251,6 +251,7 @@ Result<void> KernelBackend::load_shaper(const LoadShaper& a) {
     FABEMU_TRY(ensure_bpffs(a.bpffs_root));
     auto shaper = LinkShaper::load({a.pin_dir});
     if (!shaper) return shaper.error();
+    if (!a.pfc_qdisc.empty()) FABEMU_TRY(shaper->register_pfc_qdisc(a.pfc_qdisc));
     shaper_.emplace(std::move(*shaper));
     return ok();
   }();

@@ -32,6 +32,10 @@ Result<void> shape_port_here(LinkShaper& shaper, const ShapePort& p, NetlinkSock
     if (auto r = replace_root_fq(rtnl, static_cast<int>(p.ifindex), *p.fq); !r)
       return r.error().context(where);
   }
+  if (!p.pfc_qdisc.empty()) {
+    if (auto r = replace_root_kind(rtnl, static_cast<int>(p.ifindex), p.pfc_qdisc); !r)
+      return r.error().context(where);
+  }
   if (p.htb) {
     if (auto r = replace_root_htb(rtnl, static_cast<int>(p.ifindex), *p.htb, false); !r)
       return r.error().context(where);

@@ -54,6 +54,11 @@ std::vector<std::string> up_notes(const Scenario& s, const UpResult& up) {
   }
   if (up.plan.shaped_ports == 0)
     out.push_back("links unshaped (veth speed); `fabemu link set` shapes one live");
+  else if (mode.fq && s.fabric.lossless && s.fabric.lossless->hold_queue)
+    out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
+                  " ports: eBPF departure times released by fabemu's PFC qdisc, which holds "
+                  "the lossless class in the queue while paused (rate, delay, loss, queue, "
+                  "ECN, PFC; jitter never reorders)");
   else if (mode.fq)
     out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
                   " ports: eBPF departure times released by fq (rate, delay, jitter, loss, "

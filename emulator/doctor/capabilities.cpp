@@ -26,6 +26,11 @@ const Capability& Capabilities::htb() {
   return *htb_;
 }
 
+const Capability& Capabilities::pfc_qdisc() {
+  if (!pfc_qdisc_) pfc_qdisc_ = probe_.pfc_qdisc();
+  return *pfc_qdisc_;
+}
+
 const LinkModelCapability& Capabilities::link_model() {
   if (!link_model_) link_model_ = probe_.link_model();
   return *link_model_;
@@ -129,6 +134,17 @@ Result<void> choose_shaping(const LabModel& m, Capabilities& caps, const ChoiceO
                    out.no_fq_reason +
                    "). Use a kernel with sch_fq (./scripts/vm-run runs one), or pass "
                    "--accept-degraded to build the lab with rate, loss, queue and ECN only");
+  }
+  if (const auto& l = m.scenario.fabric.lossless; l && l->hold_queue) {
+    if (!out.fq)
+      return refused("fabric.lossless.hold: queue needs departure times to honour (fq), and " +
+                     out.no_fq_reason + ". ./scripts/vm-run runs a kernel with both");
+    const Capability& q = caps.pfc_qdisc();
+    if (q.no())
+      return refused(
+          "fabric.lossless.hold: queue needs fabemu's BPF qdisc, and this kernel "
+          "cannot load it: " +
+          q.detail + ". Use hold: departure, or ./scripts/vm-run (its kernel has BPF qdiscs)");
   }
   if (m.part) {
     // The pause state lives in one kernel's maps: both ends of a PFC link on one machine.
@@ -290,6 +306,7 @@ std::vector<FeatureProbe> capability_rows(Capabilities& caps, bool calibrate) {
                                     row("tcx", lm.tcx),
                                     row("sch_fq", caps.fq()),
                                     row("sch_htb", caps.htb()),
+                                    row("bpf_qdisc", caps.pfc_qdisc()),
                                     row("ovs_kernel", caps.ovs_kernel()),
                                     row("ovs_userspace", caps.ovs_userspace()),
                                     row("rxe", caps.rxe()),

@@ -43,6 +43,8 @@ class KernelProbe {
   virtual Capability fq() = 0;
   virtual Capability htb() = 0;
   virtual LinkModelCapability link_model() = 0;
+  // PFC's queue mode: this kernel verifies fabemu's BPF qdisc (struct_ops Qdisc_ops).
+  virtual Capability pfc_qdisc() = 0;
   virtual Capability ovs_kernel() = 0;
   virtual Capability ovs_userspace() = 0;  // the lab's own daemons: the OVS programs installed
   virtual Capability rxe() = 0;
@@ -65,6 +67,7 @@ class Capabilities {
   const Capability& fq();
   const Capability& htb();
   const LinkModelCapability& link_model();
+  const Capability& pfc_qdisc();
   const Capability& ovs_kernel();
   const Capability& ovs_userspace();
   const Capability& rxe();
@@ -75,7 +78,7 @@ class Capabilities {
 
  private:
   KernelProbe& probe_;
-  std::optional<Capability> fq_, htb_, ovs_kernel_, ovs_userspace_, rxe_;
+  std::optional<Capability> fq_, htb_, pfc_qdisc_, ovs_kernel_, ovs_userspace_, rxe_;
   std::map<std::string, Capability> cgroups_;
   std::optional<LinkModelCapability> link_model_;
   std::optional<std::optional<std::vector<std::string>>> congestion_;

@@ -145,6 +145,12 @@ LinkModelCapability SystemProbe::link_model() {
   return namespace_verdicts().link_model;
 }
 
+Capability SystemProbe::pfc_qdisc() {
+  if (!root_) return {ProbeStatus::Unknown, kNeedsRoot};
+  return Capability::of(LinkShaper::probe_pfc_qdisc(),
+                        "fabemu's BPF qdisc loaded and verified (PFC's queue mode)");
+}
+
 Capability SystemProbe::ovs_kernel() {
   auto id = probe_ovs_kernel_datapath();
   if (id)

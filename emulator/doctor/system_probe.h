@@ -21,6 +21,7 @@ class SystemProbe : public KernelProbe {
   Capability fq() override;
   Capability htb() override;
   LinkModelCapability link_model() override;
+  Capability pfc_qdisc() override;
   Capability ovs_kernel() override;
   Capability ovs_userspace() override;
   Capability rxe() override;

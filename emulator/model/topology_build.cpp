@@ -136,12 +136,14 @@ Result<void> check_workload_and_faults(const Scenario& s, const Topology& t) {
     }
     if (const auto* in = std::get_if<IncastStep>(&w.step)) {
       std::vector<std::string> names = in->senders;
-      names.push_back(in->receiver);
+      if (!in->is_traffic()) names.push_back(in->receiver);
       if (in->victim) names.insert(names.end(), {in->victim->from, in->victim->to});
+      for (const auto& [from, to] : in->flows) names.insert(names.end(), {from, to});
       for (const std::string& name : names) {
         const int id = t.find(name);
         if (id < 0 || t.nodes[id].role != Role::Host)
-          return at(w.loc, "workload.incast: no host named '" + name + "'");
+          return at(w.loc, std::string("workload.") + (in->is_traffic() ? "traffic" : "incast") +
+                               ": no host named '" + name + "'");
       }
       continue;
     }

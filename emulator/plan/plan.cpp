@@ -98,6 +98,12 @@ std::string host_cgroup(const LabPaths& paths, const std::string& host) {
 
 namespace {
 
+// PFC's queue mode: the scenario asks for it and the ports have departure times to honour.
+bool pfc_queue_mode(const LabModel& m, const PlanOptions& options) {
+  const auto& l = m.scenario.fabric.lossless;
+  return options.fq && l && l->hold_queue;
+}
+
 // The name LabPaths knows the node's namespace by: its own, or the OVS namespace's.
 std::string namespace_owner(const LabModel& m, int node) {
   if (ovs_switches(m) && m.topo.nodes[node].role == Role::Switch) return kOvsNamespaceNode;
@@ -105,6 +111,16 @@ std::string namespace_owner(const LabModel& m, int node) {
 }
 
 }  // namespace
+
+std::string pfc_qdisc_kind(const std::string& lab) {
+  // FNV-1a, 64 bits; 13 hex digits keep the kind within tc's 15 characters.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : lab) h = (h ^ c) * 0x100000001b3ULL;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "fp%013llx",
+                static_cast<unsigned long long>(h & 0xfffffffffffffULL));
+  return buf;
+}
 
 std::string node_ns(const LabModel& m, const LabPaths& paths, int node) {
   return paths.ns_name(namespace_owner(m, node));
@@ -133,6 +149,10 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   if (p.shape.pfc && p.shape.pfc->xoff_bytes) p.pfc_peer = port_ifindex(link, !b_to_a);
   p.policer = !options.fq;
   if (options.fq) p.fq = fq_params_for(p.shape);
+  if (pfc_queue_mode(m, options)) {
+    p.pfc_qdisc = pfc_qdisc_kind(paths.lab);
+    p.fq.reset();
+  }
   if (!options.fq && options.htb) p.htb = htb_params_for(p.shape);
   return p;
 }
@@ -426,7 +446,8 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   // in bpffs; the program lives as long as some port holds it. Loaded in every lab, so that
   // `fabemu link set` can shape a link of a lab that started unshaped.
   plan.journal.push_back({K::Pins, paths.pin_dir()});
-  plan.actions.push_back(LoadShaper{paths.bpffs_root, paths.pin_dir(), shaped});
+  plan.actions.push_back(LoadShaper{paths.bpffs_root, paths.pin_dir(), shaped,
+                                    pfc_queue_mode(m, options) ? pfc_qdisc_kind(paths.lab) : ""});
   plan.actions.push_back(WriteFile{paths.shaping_file(), format_shaping_mode(options)});
   if (shaped) {
     for (size_t i = 0; i < t.links.size(); ++i) {
@@ -532,7 +553,8 @@ std::string describe(const Action& action) {
     }
     std::string operator()(const CreateCgroup& a) const { return "create cgroup " + a.path; }
     std::string operator()(const LoadShaper& a) const {
-      return "load the link model, maps pinned in " + a.pin_dir;
+      return "load the link model, maps pinned in " + a.pin_dir +
+             (a.pfc_qdisc.empty() ? "" : "; register PFC qdisc kind " + a.pfc_qdisc);
     }
     std::string operator()(const ShapePort& a) const {
       std::string s = "shape " + a.direction + " at " + a.ifname + " in " + a.ns + ": " +

@@ -109,7 +109,14 @@ struct LoadShaper {
   // An unshaped lab comes up on a kernel without BPF too: it loads the model only so that
   // `link set` can use it later, and goes on without it (`status` says it is unavailable).
   bool required = true;
+  // PFC's queue mode: the lab's BPF qdisc registered under this kind (pfc_qdisc_kind), with
+  // the link model's maps; empty: none.
+  std::string pfc_qdisc;
 };
+
+// The kind (tc's name, global to the kernel, at most 15 characters) of lab `lab`'s PFC qdisc
+// in queue mode: "fp" and 13 hex digits of a hash of the name.
+std::string pfc_qdisc_kind(const std::string& lab);
 
 // The link model on one port, i.e. one direction of one link: attach the program at its
 // egress, write the shape, turn segmentation and receive offloads off, and (with fq) make fq
@@ -123,6 +130,9 @@ struct ShapePort {
   bool policer = false;          // no fq: police a virtual queue, add no delay
   std::optional<FqParams> fq;    // unset with the policer
   std::optional<HtbParams> htb;  // policer with htb holding the rate (when the shape has one)
+  // PFC's queue mode: the lab's BPF qdisc (this kind) is the root qdisc instead of fq; it
+  // honours the departure times as fq does and pauses the lossless class in the queue.
+  std::string pfc_qdisc;
   // PFC (shape.pfc): the far end's port, whose node keeps the buffer for this link; 0 when the
   // direction has no PFC. `lossless` is the lab's class (the same on every port).
   uint32_t pfc_peer = 0;

@@ -139,6 +139,7 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
             {"fair_bps", or_null(f.fair_bps > 0, f.fair_bps)},
             {"lost", or_null(f.lost >= 0, f.lost)},
             {"retransmits", f.retransmits},
+            {"stalled_s", f.stalled_s},
             {"failure", f.failure}});
   }
   for (const AppliedFault& f : r.faults)

@@ -56,8 +56,10 @@ std::optional<double> perftest_gbps(const std::string& out) {
   return std::nullopt;
 }
 
-// iperf3 -J: what the receiver got, the sender's retransmissions, UDP's loss.
-void read_iperf(const std::string& out, double factor, FlowResult& f) {
+// iperf3 -J: what the receiver got, the sender's retransmissions, UDP's loss. `to_the_end`:
+// the goodput counts the time from the first data to the end of the test (a flow that stopped
+// moving shows it), not to its last data.
+void read_iperf(const std::string& out, double factor, bool to_the_end, FlowResult& f) {
   const Json j = Json::parse(out, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("end")) {
     f.failure = "iperf3 printed no report";
@@ -93,8 +95,12 @@ void read_iperf(const std::string& out, double factor, FlowResult& f) {
     size_t first = 0, last = iv.size();
     for (double skipped = 0; first < last && skipped + iv[first].bytes <= 0.01 * bytes; ++first)
       skipped += iv[first].bytes;
-    for (double skipped = 0; last > first && skipped + iv[last - 1].bytes <= 0.01 * bytes; --last)
-      skipped += iv[last - 1].bytes;
+    // The stall at the end: intervals in which nothing arrived, in the real fabric's time.
+    for (size_t k = iv.size(); k > first && iv[k - 1].bytes == 0; --k)
+      f.stalled_s = (iv.back().end - iv[k - 1].start) / factor;
+    if (!to_the_end)
+      for (double skipped = 0; last > first && skipped + iv[last - 1].bytes <= 0.01 * bytes; --last)
+        skipped += iv[last - 1].bytes;
     double counted = 0;
     for (size_t k = first; k < last; ++k) counted += iv[k].bytes;
     if (last > first && iv[last - 1].end > iv[first].start)
@@ -135,10 +141,15 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   const Topology& t = m.topo;
   const TimeScale& ts = m.time_scale;
   StepResult r;
-  r.title = "workload[" + std::to_string(index) + "] incast " + std::to_string(s.senders.size()) +
-            " -> " + s.receiver + " (" + s.transport + ")";
+  const bool traffic = s.is_traffic();
+  const char* kind = traffic ? "traffic" : "incast";
+  r.title = "workload[" + std::to_string(index) + "] " + kind + " " +
+            (traffic ? std::to_string(s.flows.size()) + " flows"
+                     : std::to_string(s.senders.size()) + " -> " + s.receiver) +
+            " (" + s.transport + ")";
   if (m.part) {
-    r.failure = "incast across machines is not supported yet; place it on one machine";
+    r.failure =
+        std::string(kind) + " across machines is not supported yet; place it on one machine";
     return r;
   }
   const bool rdma = s.transport == "rdma";
@@ -156,19 +167,21 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   const int secs = static_cast<int>(std::max<uint64_t>(1, (wall_ns + 999'999'999) / 1'000'000'000));
   const auto lossless = m.scenario.fabric.lossless_class();
   const int dscp = s.dscp.value_or(lossless.dscp.empty() ? 0 : lossless.dscp.front());
-  const int recv = t.find(s.receiver);
-  const std::string recv_addr = m.addresses.host_address(t, recv).str();
-  const uint64_t recv_rate = receiver_rate(m, recv);
+  const int recv = traffic ? -1 : t.find(s.receiver);
+  const uint64_t recv_rate = traffic ? 0 : receiver_rate(m, recv);
   const uint32_t payload = m.scenario.fabric.mtu - 28;  // IPv4 + UDP headers
   // A dilated lab's RC timeout grows with it (as `perf` does).
   const int timeout_exp = std::min(31, 14 + static_cast<int>(std::ceil(std::log2(ts.factor))));
 
+  std::vector<std::pair<std::string, std::string>> ends = s.flows;
+  for (const std::string& from : s.senders) ends.emplace_back(from, s.receiver);
   std::vector<Pair> pairs;
-  for (size_t i = 0; i < s.senders.size(); ++i) {
+  for (size_t i = 0; i < ends.size(); ++i) {
     Pair p;
-    p.flow = {"incast", s.senders[i], s.receiver};
-    p.server_node = recv;
-    p.client_node = t.find(s.senders[i]);
+    p.flow = {traffic ? "flow" : "incast", ends[i].first, ends[i].second};
+    p.server_node = t.find(ends[i].second);
+    p.client_node = t.find(ends[i].first);
+    const std::string to_addr = m.addresses.host_address(t, p.server_node).str();
     if (rdma) {
       p.port = kPerftestPort + static_cast<int>(i);
       auto side = [&](const std::string& host) {
@@ -186,18 +199,20 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
                                         "-u",
                                         std::to_string(timeout_exp)};
       };
-      p.server_argv = side(s.receiver);
-      p.client_argv = side(s.senders[i]);
-      p.client_argv.push_back(recv_addr);
+      p.server_argv = side(ends[i].second);
+      p.client_argv = side(ends[i].first);
+      p.client_argv.push_back(to_addr);
     } else {
       p.port = kIperfPort + static_cast<int>(i);
       p.server_argv = iperf_server(p.port);
-      p.client_argv = iperf_client(recv_addr, p.port, secs, dscp);
+      p.client_argv = iperf_client(to_addr, p.port, secs, dscp);
       if (s.transport == "udp") {
         p.flow.lost = 0;
-        const uint64_t offered = s.rate_bps.value_or(recv_rate);
+        // Unless given: the receiving host's link rate (N incast senders offer N times it).
+        const uint64_t offered = s.rate_bps.value_or(receiver_rate(m, p.server_node));
         if (!offered) {
-          r.failure = "udp incast: the receiver's link has no rate; give rate: per sender";
+          r.failure = std::string("udp ") + kind +
+                      ": the receiver's link has no rate; give rate: per sender";
           return r;
         }
         p.client_argv.insert(p.client_argv.end(), {"-u", "-b", std::to_string(ts.wall_bps(offered)),
@@ -218,9 +233,9 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
     pairs.push_back(std::move(p));
   }
   // What each flow deserves: max-min over the fabric as the scenario shapes it.
-  std::vector<std::pair<int, int>> ends;
-  for (const Pair& p : pairs) ends.emplace_back(p.client_node, p.server_node);
-  const std::vector<double> fair = max_min_rates(t, ends);
+  std::vector<std::pair<int, int>> nodes;
+  for (const Pair& p : pairs) nodes.emplace_back(p.client_node, p.server_node);
+  const std::vector<double> fair = max_min_rates(t, nodes);
   for (size_t i = 0; i < pairs.size(); ++i)
     pairs[i].flow.fair_bps = std::isinf(fair[i]) ? 0 : fair[i];
 
@@ -261,7 +276,7 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   if (rdma) {
     for (const Pair& p : pairs)
       retries_before.push_back(rxe_counter(p.flow.from, "completer_retry_err"));
-    seq_err_before = rxe_counter(s.receiver, "rcvd_seq_err");
+    if (!traffic) seq_err_before = rxe_counter(s.receiver, "rcvd_seq_err");
   }
   // Every client at once.
   std::vector<std::thread> clients;
@@ -303,13 +318,13 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
                                 p.outcome.err.size() > 300 ? p.outcome.err.size() - 300 : 0);
     }
     if (f.failure.empty()) {
-      if (rdma && f.role == "incast") {
+      if (rdma && f.role != "victim") {
         if (auto g = perftest_gbps(p.outcome.out))
           f.bps = *g * 1e9 * ts.factor;
         else
           f.failure = "ib_write_bw printed no bandwidth";
       } else {
-        read_iperf(p.outcome.out, ts.factor, f);
+        read_iperf(p.outcome.out, ts.factor, traffic, f);
       }
     }
     if (!f.failure.empty()) f.failure = f.from + " -> " + f.to + ": " + f.failure;
@@ -324,26 +339,44 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
                                                    " of the real fabric (" + std::to_string(secs) +
                                                    " s of wall clock)"
                                              : ", " + std::to_string(secs) + " s";
-  std::string text = "incast: " + std::to_string(s.senders.size()) + " senders -> " + s.receiver +
+  std::string text = std::string(kind) + ": " +
+                     (traffic ? std::to_string(s.flows.size()) + " flows"
+                              : std::to_string(s.senders.size()) + " senders -> " + s.receiver) +
                      " (" + s.transport + (rdma ? ", RoCEv2" : ", dscp " + std::to_string(dscp)) +
                      ")" + real_note + "\n";
-  text += printf_string("  %-18s %14s %14s %7s  %s\n", "FLOW", "GOODPUT", "FAIR SHARE", "RATIO",
-                        s.transport == "udp" ? "LOST"
-                        : rdma               ? "RXE RETRIES"
-                                             : "RETRANSMITS");
+  // A traffic step says how long each flow had stopped at the end (a deadlock shows there).
+  const bool stalls = traffic && !rdma;
+  text +=
+      printf_string("  %-18s %14s %14s %7s  %-11s%s\n", "FLOW", "GOODPUT", "FAIR SHARE", "RATIO",
+                    s.transport == "udp" ? "LOST"
+                    : rdma               ? "RXE RETRIES"
+                                         : "RETRANSMITS",
+                    stalls ? "  STALLED AT THE END" : "");
   for (const FlowResult& f : r.flows) {
     std::string extra =
         f.lost >= 0 ? printf_string("%.1f%%", 100 * f.lost) : std::to_string(f.retransmits);
+    if (stalls)
+      extra = printf_string(
+          "%-11s  %s", extra.c_str(),
+          f.stalled_s > 0 ? format_time_short(static_cast<uint64_t>(f.stalled_s * 1e9)).c_str()
+                          : "-");
     text += printf_string(
         "  %-18s %14s %14s %7s  %s%s\n", (f.from + " -> " + f.to).c_str(),
         format_rate_short(f.bps).c_str(), f.fair_bps ? format_rate_short(f.fair_bps).c_str() : "-",
         ratio(f.bps, f.fair_bps).c_str(), extra.c_str(), f.role == "victim" ? "  (victim)" : "");
   }
-  r.note = "receiver " + s.receiver + ": " + format_rate_short(total) +
-           (recv_rate ? " of its link's " + format_rate_short(double(recv_rate)) + " (" +
-                            ratio(total, double(recv_rate)) + ")"
-                      : "");
-  if (rdma)
+  if (traffic) {
+    double sum = 0, fair = 0;
+    for (const FlowResult& f : r.flows) sum += f.bps, fair += f.fair_bps;
+    r.note = "all flows: " + format_rate_short(sum) + " of their fair shares' " +
+             format_rate_short(fair) + " (" + ratio(sum, fair) + ")";
+  } else {
+    r.note = "receiver " + s.receiver + ": " + format_rate_short(total) +
+             (recv_rate ? " of its link's " + format_rate_short(double(recv_rate)) + " (" +
+                              ratio(total, double(recv_rate)) + ")"
+                        : "");
+  }
+  if (rdma && !traffic)
     r.note += "; rxe rcvd_seq_err on " + s.receiver + ": " +
               std::to_string(rxe_counter(s.receiver, "rcvd_seq_err") - seq_err_before);
   text += "  " + r.note + "\n";

@@ -48,6 +48,7 @@ struct FlowResult {
   double fair_bps = 0;       // its max-min fair share (model/fair_share.h); 0: unlimited
   double lost = -1;          // udp: the fraction lost; -1: not udp
   uint64_t retransmits = 0;  // tcp: segments the sender retransmitted
+  double stalled_s = 0;      // the end of the test in which nothing arrived (real fabric's s)
   std::string failure;       // empty when the flow ran
 };
 

@@ -36,7 +36,8 @@ bool is_valid_node_name(std::string_view name) {
 namespace detail {
 namespace {
 
-// lossless: roce, or {udp_port: 4791, dscp: [26, 46]}: the class PFC protects.
+// lossless: roce, or {udp_port: 4791, dscp: [26, 46], hold: departure | queue}: the class PFC
+// protects, and how its pauses hold it.
 FabricSpec::Lossless read_lossless(const Field& f) {
   FabricSpec::Lossless c;
   if (f.is_scalar()) {
@@ -45,13 +46,17 @@ FabricSpec::Lossless read_lossless(const Field& f) {
     c.udp_port = FabricSpec::kRoceV2UdpPort;
     return c;
   }
-  f.check_keys({"udp_port", "dscp"});
+  f.check_keys({"udp_port", "dscp", "hold"});
+  if (auto h = f.find("hold")) c.hold_queue = h->one_of({"departure", "queue"}) == "queue";
   if (auto p = f.find("udp_port")) c.udp_port = static_cast<uint16_t>(p->integer(1, 65535));
   if (auto d = f.find("dscp")) {
     if (!d->is_sequence()) d->fail("a list of DSCP values 0-63, e.g. [26]");
     for (const Field& v : d->items()) c.dscp.push_back(static_cast<int>(v.integer(0, 63)));
   }
-  if (!c.udp_port && c.dscp.empty()) f.fail("give udp_port, dscp or both (or: lossless: roce)");
+  if (!c.udp_port && c.dscp.empty()) {
+    if (!f.has("hold")) f.fail("give udp_port, dscp or both (or: lossless: roce)");
+    c.udp_port = FabricSpec::kRoceV2UdpPort;  // {hold: queue} alone: RoCEv2
+  }
   return c;
 }
 

@@ -139,6 +139,11 @@ struct FabricSpec {
   struct Lossless {
     uint16_t udp_port = 0;
     std::vector<int> dscp;
+    // Where PFC holds the class back: false ("departure"), the link model gives a held frame a
+    // later departure time (fq; Linux 5.x+); true ("queue"), a BPF qdisc keeps it in the
+    // port's queue until the far end's Xon (Linux 6.16+): buffers are real, and a cyclic
+    // buffer dependency deadlocks as in a real fabric.
+    bool hold_queue = false;
     bool operator==(const Lossless&) const = default;
   };
   std::optional<Lossless> lossless;
@@ -218,6 +223,9 @@ struct IncastStep {
     std::string from, to;
   };
   std::optional<Victim> victim;  // TCP, in the same class as the incast
+  // The `traffic` step: these flows (from, to) at once instead of senders -> receiver.
+  std::vector<std::pair<std::string, std::string>> flows;
+  bool is_traffic() const { return !flows.empty(); }
 };
 
 // Changes live links between steps, as `fabemu link set` would: every link (`all`), a class

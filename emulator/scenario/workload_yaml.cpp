@@ -187,6 +187,45 @@ FaultEvent read_fault(const Field& item, uint32_t mtu) {
   return ev;
 }
 
+// What incast and traffic steps share: transport, duration, UDP's rate, the DSCP.
+void read_flow_options(const Field& f, IncastStep& s) {
+  if (auto t = f.find("transport")) s.transport = t->one_of({"tcp", "udp", "rdma"});
+  const Field d = f.at("duration", "of the real fabric, e.g. 2ms");
+  s.duration_ns = d.parsed(parse_time_ns);
+  if (s.duration_ns == 0) d.fail("the flows last some time, e.g. 2ms");
+  if (auto r = f.find("rate")) {
+    if (s.transport != "udp")
+      r->fail(
+          "rate is udp's offered rate per sender; tcp and rdma send "
+          "as fast as the fabric lets them");
+    s.rate_bps = r->parsed(parse_rate);
+  }
+  if (auto q = f.find("dscp")) {
+    if (s.transport == "rdma") q->fail("rdma's traffic class is rxe's (RoCEv2, UDP 4791)");
+    s.dscp = static_cast<int>(q->integer(0, 63));
+  }
+}
+
+// traffic: {flows: [[h1, h3], [h2, h4]], transport: udp, duration: 2ms, rate: 100gbit}
+IncastStep read_traffic(const Field& item) {
+  item.check_keys({"traffic"});
+  const Field f = item.at("traffic");
+  f.check_keys({"flows", "transport", "duration", "rate", "dscp", "timeout"});
+  IncastStep s;
+  const char* hint = "a list of [from, to] host pairs, e.g. [[h1, h3], [h2, h4]]";
+  const Field flows = f.at("flows", hint);
+  if (!flows.is_sequence()) flows.fail(hint);
+  for (const Field& pair : flows.items()) {
+    if (!pair.is_sequence() || pair.items().size() != 2) pair.fail(hint);
+    s.flows.emplace_back(pair.items()[0].str(), pair.items()[1].str());
+    if (s.flows.back().first == s.flows.back().second)
+      pair.fail("a flow joins two different hosts");
+  }
+  if (s.flows.empty()) flows.fail("at least one flow");
+  read_flow_options(f, s);
+  return s;
+}
+
 // incast: {senders: [h2, h3, h4, h5], receiver: h1, transport: tcp, duration: 2ms,
 //          victim: {from: h6, to: h8}}
 IncastStep read_incast(const Field& item) {
@@ -202,21 +241,7 @@ IncastStep read_incast(const Field& item) {
   s.receiver = f.at("receiver", "a host, e.g. h1").str();
   for (const std::string& h : s.senders)
     if (h == s.receiver) senders.fail(h + " is the receiver; it cannot send to itself");
-  if (auto t = f.find("transport")) s.transport = t->one_of({"tcp", "udp", "rdma"});
-  const Field d = f.at("duration", "of the real fabric, e.g. 2ms");
-  s.duration_ns = d.parsed(parse_time_ns);
-  if (s.duration_ns == 0) d.fail("an incast lasts some time, e.g. 2ms");
-  if (auto r = f.find("rate")) {
-    if (s.transport != "udp")
-      r->fail(
-          "rate is udp's offered rate per sender; tcp and rdma send "
-          "as fast as the fabric lets them");
-    s.rate_bps = r->parsed(parse_rate);
-  }
-  if (auto q = f.find("dscp")) {
-    if (s.transport == "rdma") q->fail("rdma's traffic class is rxe's (RoCEv2, UDP 4791)");
-    s.dscp = static_cast<int>(q->integer(0, 63));
-  }
+  read_flow_options(f, s);
   if (auto v = f.find("victim")) {
     v->check_keys({"from", "to"});
     s.victim = IncastStep::Victim{v->at("from").str(), v->at("to").str()};
@@ -242,18 +267,20 @@ std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu) {
   std::vector<WorkloadStep> steps;
   for (const Field& item : list.items()) {
     const bool collective = item.has("collective"), exec = item.has("exec"),
-               incast = item.has("incast"), links = item.has("links");
-    const int kinds = collective + exec + incast + links;
+               incast = item.has("incast"), links = item.has("links"),
+               traffic = item.has("traffic");
+    const int kinds = collective + exec + incast + links + traffic;
     if (kinds != 1) {
       std::string given;
-      for (const char* k : {"collective", "exec", "incast", "links"})
+      for (const char* k : {"collective", "exec", "incast", "traffic", "links"})
         if (item.has(k)) given += std::string(given.empty() ? "" : " and ") + "'" + k + "'";
-      item.fail((kinds == 0   ? std::string("none of 'collective', 'exec', 'incast' or 'links'")
+      item.fail((kinds == 0   ? std::string("none of 'collective', 'exec', 'incast', 'traffic' "
+                                              "or 'links'")
                  : kinds == 2 ? "both " + given
                               : given) +
                 "; a workload step is {collective: allreduce, ...}, {exec: {hosts: all, "
-                "command: [...]}}, {incast: {senders: [...], receiver: h1, ...}} or {links: "
-                "{select: all, set: {...}}}");
+                "command: [...]}}, {incast: {senders: [...], receiver: h1, ...}}, {traffic: "
+                "{flows: [[h1, h3], ...], ...}} or {links: {select: all, set: {...}}}");
     }
     if (links) {
       WorkloadStep step;
@@ -270,6 +297,9 @@ std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu) {
     } else if (incast) {
       step.step = read_incast(item);
       step.timeout_ns = read_timeout(item.at("incast"));
+    } else if (traffic) {
+      step.step = read_traffic(item);
+      step.timeout_ns = read_timeout(item.at("traffic"));
     } else {
       step.step = read_exec(item);
       step.timeout_ns = read_timeout(item.at("exec"));

@@ -1,9 +1,11 @@
 // bpffs pin directories for the link model's maps.
 #include "shaping/bpffs.h"
 
+#include <bpf/bpf.h>
 #include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/statfs.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <system_error>
@@ -44,6 +46,17 @@ Result<void> remove_pin_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(dir, ec)) return ok();
+  const std::string qdisc = dir + "/" + kPfcQdiscPin;
+  if (fs::exists(qdisc, ec)) {
+    // Registered without a link, the struct_ops map holds itself: deleting its one element
+    // unregisters the kind, which unpinning alone would not.
+    const int fd = bpf_obj_get(qdisc.c_str());
+    if (fd >= 0) {
+      const uint32_t key = 0;
+      (void)bpf_map_delete_elem(fd, &key);
+      ::close(fd);
+    }
+  }
   // Pins are files directly in the directory; bpffs refuses recursive tricks anyway.
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (!fs::remove(e.path(), ec) && ec)

@@ -88,6 +88,14 @@ class LinkShaper {
   // boot by the capability probe) holds for this program only.
   static uint64_t program_digest();
 
+  // PFC's queue mode (shaping/pfc_qdisc.cpp): loads the lab's BPF qdisc with this shaper's
+  // maps and registers it as qdisc kind `kind`, pinned as kPfcQdiscPin in the pin dir so that
+  // removing the pin dir unregisters it. A kind already pinned there is kept.
+  Result<void> register_pfc_qdisc(const std::string& kind);
+  // Whether this kernel verifies the BPF qdisc (Linux 6.16+ with CONFIG_NET_SCH_BPF), without
+  // registering it; the error says why not.
+  static Result<void> probe_pfc_qdisc();
+
   // The program, for BPF_PROG_TEST_RUN and for other attach methods (tcx).
   int prog_fd() const;
   const std::string& pin_dir() const { return pin_dir_; }

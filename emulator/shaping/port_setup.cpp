@@ -102,6 +102,16 @@ Result<void> replace_root_htb(NetlinkSocket& rtnl, int ifindex, const HtbParams&
   return ok();
 }
 
+Result<void> replace_root_kind(NetlinkSocket& rtnl, int ifindex, const std::string& kind) {
+  NetlinkMessage m(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_REPLACE);
+  m.put_header(tc_header(ifindex, TC_H_ROOT, TC_H_MAKE(1U << 16, 0)));
+  m.put_string(TCA_KIND, kind);
+  auto r =
+      rtnl.transact(m, "making " + kind + " the root qdisc of ifindex " + std::to_string(ifindex));
+  if (!r) return r.error();
+  return ok();
+}
+
 Result<void> remove_root_qdisc(NetlinkSocket& rtnl, int ifindex) {
   NetlinkMessage m(RTM_DELQDISC, 0);
   m.put_header(tc_header(ifindex, TC_H_ROOT, 0));

@@ -18,6 +18,10 @@ Result<void> replace_root_fq(NetlinkSocket& rtnl, int ifindex, const FqParams& p
 // port that has it already, only the class changes, and queued packets stay.
 Result<void> replace_root_htb(NetlinkSocket& rtnl, int ifindex, const HtbParams& p, bool exists);
 
+// Makes a qdisc without options (`kind`: e.g. a registered BPF qdisc's) the root qdisc of the
+// port, replacing whatever was there.
+Result<void> replace_root_kind(NetlinkSocket& rtnl, int ifindex, const std::string& kind);
+
 // Back to the device's default root qdisc (for a veth: none). No root qdisc is success.
 Result<void> remove_root_qdisc(NetlinkSocket& rtnl, int ifindex);
 

@@ -20,6 +20,7 @@ struct FakeProbe : KernelProbe {
       {ProbeStatus::Yes, "loads"}, {ProbeStatus::Yes, "tcx"}, {ProbeStatus::Yes, "clsact"}};
   Capability ovs_kernel_ = {ProbeStatus::Yes, "module"}, ovs_user_ = {ProbeStatus::Yes, "tools"};
   Capability rxe_ = {ProbeStatus::Yes, "rc pingpong ok"};
+  Capability pfc_qdisc_ = {ProbeStatus::No, "no BPF qdiscs"};
   std::map<std::string, Capability> cgroups_ = {{"cpu", {ProbeStatus::Yes, "v2"}},
                                                 {"memory", {ProbeStatus::Yes, "v2"}}};
   std::optional<std::vector<std::string>> cc_ = std::vector<std::string>{"reno", "cubic"};
@@ -30,6 +31,7 @@ struct FakeProbe : KernelProbe {
   Capability fq() override { return ++asked["fq"], fq_; }
   Capability htb() override { return ++asked["htb"], htb_; }
   LinkModelCapability link_model() override { return ++asked["link_model"], lm_; }
+  Capability pfc_qdisc() override { return ++asked["pfc_qdisc"], pfc_qdisc_; }
   Capability ovs_kernel() override { return ++asked["ovs_kernel"], ovs_kernel_; }
   Capability ovs_userspace() override { return ++asked["ovs_userspace"], ovs_user_; }
   Capability rxe() override { return ++asked["rxe"], rxe_; }

@@ -220,7 +220,7 @@ TEST(Report, PausesArePlottedWhereALinkWasPausedAndFlowsAreRecorded) {
   EXPECT_EQ(report_html(*m, r).find("<svg id=\"pause-plot\""), std::string::npos);
   r.samples[1].dirs[0].pause_ns = 250'000'000;  // a quarter of the 1 s between the samples
   r.samples[1].dirs[0].pause_events = 3;
-  r.steps[0].flows.push_back({"incast", "h2", "h1", 6.25e6, 6.25e6, 0.0, 0, ""});
+  r.steps[0].flows.push_back({"incast", "h2", "h1", 6.25e6, 6.25e6, 0.0, 0, 0.0, ""});
   const std::string html = report_html(*m, r);
   const auto plot = html.find("<svg id=\"pause-plot\"");
   ASSERT_NE(plot, std::string::npos);

@@ -146,6 +146,7 @@ struct CapacityProbe : KernelProbe {
   Capability fq() override { return {ProbeStatus::Yes, ""}; }
   Capability htb() override { return {ProbeStatus::Yes, ""}; }
   LinkModelCapability link_model() override { return {}; }
+  Capability pfc_qdisc() override { return {}; }
   Capability ovs_kernel() override { return {}; }
   Capability ovs_userspace() override { return {}; }
   Capability rxe() override { return {}; }
