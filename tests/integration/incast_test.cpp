@@ -3,9 +3,11 @@
 // where the kernel has fq (the VM lane), a UDP incast at 4x the receiver's rate in which PFC
 // drops no frame of the class while the pauses travel from the receiver's leaf to the senders'
 // links. The pause arithmetic itself is tested on crafted frames (shaper_test.cpp, PfcTest).
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "lab_fixture.h"
+#include "plan/plan.h"
 
 namespace fabemu::itest {
 namespace {
@@ -90,6 +92,74 @@ TEST_F(IncastTest, PfcDropsNoFrameOfTheClassAndThePausesReachTheSenders) {
               o.out.find("h5>leaf2", pauses) != std::string::npos)
       << "no sender on leaf2 was paused\n"
       << o;
+}
+
+// scenarios/pfc-deadlock.yaml, shorter: five switches in a ring, each host sending two ring
+// hops on, every ring link carrying twice what it takes, PFC holding frames in the queues.
+std::string deadlock_scenario() {
+  std::string s =
+      "name: deadlock\nseed: 3\ntime_scale: 1000\ntopology:\n  kind: explicit\n  nodes:\n";
+  for (int i = 1; i <= 5; ++i)
+    s += "    - {name: s" + std::to_string(i) + ", role: switch}\n    - {name: h" +
+         std::to_string(i) + ", role: host}\n";
+  s += "  links:\n";
+  for (int i = 1; i <= 5; ++i)
+    s += "    - {a: s" + std::to_string(i) + ", b: s" + std::to_string(i % 5 + 1) +
+         "}\n    - {a: h" + std::to_string(i) + ", b: s" + std::to_string(i) + "}\n";
+  s += "fabric: {switch: router, mtu: 9000, lossless: {dscp: [26], hold: queue}}\n"
+       "links: {default: {rate: 10gbit, delay: 1us, queue: 1M, pfc: {xoff: 200K, xon: 50K}}}\n"
+       "rdma: {enabled: off}\n"
+       "workload:\n"
+       "  - traffic: &ring\n"
+       "      flows: [[h1, h3], [h2, h4], [h3, h5], [h4, h1], [h5, h2]]\n"
+       "      transport: udp\n"
+       "      duration: 6ms\n"
+       "  - links: {select: all, set: {pfc: {xoff: 200K, xon: 50K, watchdog: 1ms}}}\n"
+       "  - traffic: *ring\n";
+  return s;
+}
+
+TEST(PfcDeadlockTest, TheRingDeadlocksWithoutTheWatchdogAndRecoversWithIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
+  LabGuard lab(lab_name("dl"));
+  TempScenario sc(deadlock_scenario());
+  const std::string report = std::filesystem::path(sc.path()).parent_path() / "report";
+  Outcome o = fabemu({"run", sc.path(), "--lab", lab.name(), "--report", report}, 300s);
+  if (o.status == 2 && (o.err.find("needs fabemu's BPF qdisc") != std::string::npos ||
+                        o.err.find("needs the fq qdisc") != std::string::npos))
+    GTEST_SKIP() << "this kernel cannot hold PFC in the queue (the VM lane runs this): " << o.err;
+  ASSERT_EQ(o.status, 0) << o;
+  // Per step: the flows' goodput over their fair shares, and the shortest stall at the end.
+  std::map<int, double> got, fair, least_stall;
+  std::ifstream lines(report + "/report.jsonl");
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j["type"] != "flow") continue;
+    const int step = j["step"];
+    got[step] += j["bps"].get<double>();
+    fair[step] += j["fair_bps"].is_number() ? j["fair_bps"].get<double>() : 0;
+    const double stall = j["stalled_s"];
+    least_stall[step] = least_stall.count(step) ? std::min(least_stall[step], stall) : stall;
+  }
+  ASSERT_TRUE(fair[0] > 0 && fair[2] > 0) << o;
+  std::printf(
+      "deadlock: %.3f of the fair shares, every flow stalled for >= %.2f ms of 6 ms; "
+      "watchdog: %.3f, >= %.2f ms\n",
+      got[0] / fair[0], least_stall[0] * 1e3, got[2] / fair[2], least_stall[2] * 1e3);
+  // Without the watchdog every flow stops for good: each has nothing arriving for at least the
+  // last 2 of its 6 ms (wall: 2 of 6 s; the deadlock forms within a few hundred us).
+  EXPECT_GE(least_stall[0], 2e-3) << o;
+  // With it, the class moves to the end of the test: some flow is still receiving then.
+  EXPECT_LT(least_stall[2], 1e-3) << o;
+  EXPECT_GT(got[2], 2 * got[0]) << o;
+  // The watchdog dropped frames of the class, and said so.
+  EXPECT_NE(o.out.find("frames of the class dropped where PFC applies"), std::string::npos) << o;
+  // Down unregistered the lab's qdisc kind: a fresh namespace cannot make one of that kind.
+  Outcome kind = run({"unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:",
+                      pfc_qdisc_kind(lab.name())});
+  EXPECT_NE(kind.status, 0) << kind;
+  EXPECT_NE(kind.err.find("unknown"), std::string::npos) << kind;
 }
 
 }  // namespace

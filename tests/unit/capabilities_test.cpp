@@ -107,6 +107,46 @@ TEST(Capabilities, DelayWithoutFqIsRefusedWithTheReasonUnlessAccepted) {
   EXPECT_TRUE(choose(p, kDelayed, accept));
 }
 
+// PFC holding frames in the queue needs the BPF qdisc; nothing else asks for it.
+TEST(Capabilities, HoldInTheQueueNeedsTheBpfQdiscAndPortsGetIt) {
+  const std::string yaml = std::string(kShaped) +
+                           "fabric: {lossless: {dscp: [26], hold: queue}}\nrdma: {enabled: off}\n";
+  FakeProbe p;
+  auto o = choose(p, yaml);
+  ASSERT_FALSE(o);
+  EXPECT_EQ(errno_of(o.error()), EOPNOTSUPP);
+  EXPECT_NE(o.error().message.find("fabric.lossless.hold: queue needs fabemu's BPF qdisc"),
+            std::string::npos)
+      << o.error().message;
+  EXPECT_NE(o.error().message.find("no BPF qdiscs"), std::string::npos);
+  FakeProbe other;
+  EXPECT_TRUE(choose(other, kDelayed));
+  EXPECT_EQ(other.asked.count("pfc_qdisc"), 0u);
+
+  p.pfc_qdisc_ = {ProbeStatus::Yes, "loads"};
+  o = choose(p, yaml);
+  ASSERT_TRUE(o) << o.error().what();
+  const LabModel m = model_of(yaml);
+  LabPaths paths;
+  paths.lab = "c";
+  const Plan plan = make_plan(m, paths, 0, *o);
+  size_t queue_ports = 0, loads = 0;
+  for (const auto& a : plan.actions) {
+    if (const auto* s = std::get_if<ShapePort>(&a)) {
+      EXPECT_EQ(s->pfc_qdisc, pfc_qdisc_kind("c"));
+      EXPECT_FALSE(s->fq);  // the BPF qdisc honours the departure times instead
+      queue_ports += !s->pfc_qdisc.empty();
+    }
+    if (const auto* l = std::get_if<LoadShaper>(&a)) loads += l->pfc_qdisc == pfc_qdisc_kind("c");
+  }
+  EXPECT_EQ(queue_ports, 2 * m.topo.links.size());
+  EXPECT_EQ(loads, 1u);
+  // A kind of tc's length (15 characters at most), the same for a name every time.
+  EXPECT_EQ(pfc_qdisc_kind("c").size(), 15u);
+  EXPECT_EQ(pfc_qdisc_kind("c").substr(0, 2), "fp");
+  EXPECT_NE(pfc_qdisc_kind("c"), pfc_qdisc_kind("d"));
+}
+
 TEST(Capabilities, UnknownFqPlansFqForADryRunWithoutRoot) {
   FakeProbe p;
   p.fq_ = {ProbeStatus::Unknown, "not probed: needs root"};

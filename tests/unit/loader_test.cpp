@@ -1,6 +1,7 @@
 // Tests of the scenario loader: the documented example, the shipped scenarios, every section's
 // checks, and a corpus of malformed files whose errors must name file, line, column and field.
 #include "scenario/loader.h"
+#include "model/lab_model.h"
 #include "scenario/link_shape_text.h"
 
 #include <gtest/gtest.h>
@@ -459,6 +460,47 @@ TEST(LoaderPfc, ThresholdsPerLinkAndTheLosslessClass) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->fabric.lossless_class().udp_port, 4791);
   EXPECT_EQ(load_scenario_string(kPfcLab, "t.yaml")->fabric.lossless_class().udp_port, 4791);
+}
+
+TEST(LoaderPfc, HoldInTheQueueAndTheTrafficStep) {
+  auto s = load_scenario_string(std::string(kPfcLab) +
+                                    "fabric: {lossless: {hold: queue}}\n"
+                                    "workload:\n  - traffic: {flows: [[h1, h3], [h2, h4]], "
+                                    "transport: udp, duration: 2ms, rate: 1gbit}\n",
+                                "test.yaml");
+  ASSERT_TRUE(s) << s.error().what();
+  ASSERT_TRUE(s->fabric.lossless);
+  EXPECT_TRUE(s->fabric.lossless->hold_queue);
+  EXPECT_EQ(s->fabric.lossless->udp_port, 4791);  // {hold: queue} alone: RoCEv2
+  ASSERT_EQ(s->workload.size(), 1u);
+  const auto* t = std::get_if<IncastStep>(&s->workload[0].step);
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->is_traffic());
+  EXPECT_EQ(t->flows,
+            (std::vector<std::pair<std::string, std::string>>{{"h1", "h3"}, {"h2", "h4"}}));
+  EXPECT_EQ(t->transport, "udp");
+  EXPECT_EQ(t->duration_ns, 2'000'000u);
+  EXPECT_EQ(t->rate_bps, 1'000'000'000u);
+  auto d =
+      load_scenario_string(std::string(kPfcLab) + "fabric: {lossless: {dscp: [26]}}\n", "t.yaml");
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->fabric.lossless->hold_queue);  // departure unless asked
+  EXPECT_NE(load_error(std::string(kPfcLab) + "fabric: {lossless: {dscp: [26], hold: pause}}\n")
+                .find("fabric.lossless.hold"),
+            std::string::npos);
+  EXPECT_NE(
+      load_error(std::string(kPfcLab) + "workload:\n  - traffic: {flows: [[h1]], duration: 1ms}\n")
+          .find("a list of [from, to] host pairs"),
+      std::string::npos);
+  auto unknown = load_scenario_string(
+      std::string(kPfcLab) + "workload:\n  - traffic: {flows: [[h1, h9]], duration: 1ms}\n",
+      "t.yaml");
+  ASSERT_TRUE(unknown);
+  auto m = build_model(*unknown, 0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().what().find("t.yaml:4:5: workload.traffic: no host named 'h9'"),
+            std::string::npos)
+      << m.error().what();
 }
 
 TEST(LoaderPfc, BadThresholdsNameTheField) {
