@@ -156,8 +156,8 @@ TEST(PfcDeadlockTest, TheRingDeadlocksWithoutTheWatchdogAndRecoversWithIt) {
   // The watchdog dropped frames of the class, and said so.
   EXPECT_NE(o.out.find("frames of the class dropped where PFC applies"), std::string::npos) << o;
   // Down unregistered the lab's qdisc kind: a fresh namespace cannot make one of that kind.
-  Outcome kind = run({"unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:",
-                      pfc_qdisc_kind(lab.name())});
+  Outcome kind = run({"unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "handle",
+                      "1:", pfc_qdisc_kind(lab.name())});
   EXPECT_NE(kind.status, 0) << kind;
   EXPECT_NE(kind.err.find("unknown"), std::string::npos) << kind;
 }
