@@ -91,7 +91,9 @@ Round run_round(Launcher& l, const std::vector<std::string>& machines,
                            [&](const auto& f) { return f.first == text; });
     if (it == failures.end()) it = failures.insert(failures.end(), {text, {}});
     it->second.push_back(reply.machine);
-    const int code = reply.status == kExitBadInput ? kExitBadInput : kExitFailed;
+    const int code = reply.status == kExitBadInput || reply.status == kExitUnsupported
+                         ? reply.status
+                         : kExitFailed;
     r.code = std::max(r.code, code);
   }
   for (const auto& [text, on] : failures)

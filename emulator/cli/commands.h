@@ -24,6 +24,10 @@ inline constexpr int kExitFailed = 1;     // the system refused or a check faile
 inline constexpr int kExitBadInput = 2;   // bad command line or scenario file
 inline constexpr int kExitNoLab = 3;      // the named lab does not exist
 inline constexpr int kExitNeedsRoot = 4;  // must run as root
+// The scenario is fine but this machine cannot build it (no fq for a delay, no rxe for rdma:
+// on, no BPF qdisc for hold: queue, ...): the message says what the probe saw. Test runners
+// skip on it.
+inline constexpr int kExitUnsupported = 5;
 
 struct UpArgs {
   std::string scenario;
@@ -81,8 +85,9 @@ int cmd_perf(const PerfArgs& args, const LabPaths& base);
 int cmd_link_set(const LinkSetArgs& args, const LabPaths& base);
 int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base);
 int cmd_status(const std::string& lab, bool json, const LabPaths& base);
-int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector<std::string>& argv,
-             const LabPaths& base);
+// `json` (with `all`): the hosts' exit statuses and outputs as one JSON object on stdout.
+int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
+             const std::vector<std::string>& argv, const LabPaths& base);
 int cmd_doctor(bool json, bool calibrate, const std::string& run_root);
 // `host crash|restart|freeze|thaw LAB HOST`
 int cmd_host(const std::string& action, const std::string& lab, const std::string& host,

@@ -169,16 +169,16 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
   auto options = choose_plan_options(p.model, caps, choice);
   if (!options) {
     print_error(p.scenario.file + ": " + options.error().message);
-    return errno_of(options.error()) == EOPNOTSUPP ? kExitBadInput : kExitFailed;
+    return errno_of(options.error()) == EOPNOTSUPP ? kExitUnsupported : kExitFailed;
   }
   p.plan = std::move(*options);
   probe.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
   auto scale = choose_time_scale(p.model, args.time_scale, caps);
   if (!scale) {
     print_error(p.scenario.file + ": " + scale.error().message);
-    return errno_of(scale.error()) == EOPNOTSUPP || errno_of(scale.error()) == EINVAL
-               ? kExitBadInput
-               : kExitFailed;
+    return errno_of(scale.error()) == EOPNOTSUPP ? kExitUnsupported
+           : errno_of(scale.error()) == EINVAL   ? kExitBadInput
+                                                 : kExitFailed;
   }
   p.model.time_scale = scale->scale;
   p.model.time_scale_why = scale->why;

@@ -12,8 +12,8 @@ int main(int argc, char** argv) {
     return cli::cmd_rsh(std::vector<std::string>(argv + 2, argv + argc));
   CLI::App app{
       "fabemu: emulate an AI cluster fabric in the kernel (namespaces, routed Clos, ECMP).\n"
-      "Exit codes: 0 ok, 1 failed, 2 bad input, 3 no such lab, 4 needs root; `exec` returns "
-      "the command's own."};
+      "Exit codes: 0 ok, 1 failed, 2 bad input, 3 no such lab, 4 needs root, 5 not possible on "
+      "this machine; `exec` returns the command's own."};
   app.require_subcommand(1);
   LabPaths base;
   app.add_option("--run-dir", base.run_root, "Where labs keep their journals")
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
 
   std::string exec_target;
   std::vector<std::string> exec_argv;
-  bool exec_all = false, exec_no_tag = false;
+  bool exec_all = false, exec_no_tag = false, exec_json = false;
   auto* exec_cmd = app.add_subcommand(
       "exec",
       "Run a command inside an emulated node: exec LAB:NODE -- CMD, or exec LAB --all -- CMD");
@@ -77,6 +77,9 @@ int main(int argc, char** argv) {
   exec_cmd->add_option("command", exec_argv, "Command and arguments, after --")->required();
   exec_cmd->add_flag("--all", exec_all, "One process per host, with RANK/WORLD_SIZE set");
   exec_cmd->add_flag("--no-tag", exec_no_tag, "With --all: do not prefix lines with [host]");
+  exec_cmd->add_flag("--json", exec_json,
+                     "With --all: one JSON object at the end, each host's exit status and output "
+                     "(stdout and stderr as written) instead of the tagged lines");
   std::string exec_on;
   exec_cmd->add_option("--on", exec_on, on_help);
 
@@ -219,7 +222,7 @@ int main(int argc, char** argv) {
   if (!exec_argv.empty() && exec_argv.front() == "--") exec_argv.erase(exec_argv.begin());
   if (exec_cmd->parsed())
     return exec_on.empty()
-               ? cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_argv, base)
+               ? cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_json, exec_argv, base)
                : cli::cluster_exec(exec_target, exec_all, exec_no_tag, exec_argv, exec_on, base);
   if (doctor_cmd->parsed()) return cli::cmd_doctor(doctor_json, doctor_calibrate, base.run_root);
   if (predict_cmd->parsed()) return cli::cmd_predict(predict_lab, predict_transport, base);

@@ -9,6 +9,7 @@
 #include "doctor/probe.h"
 #include "runtime/host_faults.h"
 #include "runtime/spawn.h"
+#include "util/json.h"
 
 namespace fabemu::cli {
 
@@ -28,10 +29,14 @@ bool require_root(const char* command) {
   return false;
 }
 
-int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector<std::string>& argv,
-             const LabPaths& base) {
+int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
+             const std::vector<std::string>& argv, const LabPaths& base) {
   if (!require_root("exec")) return kExitNeedsRoot;
   auto colon = target.find(':');
+  if (json && !all) {
+    print_error("exec: --json goes with --all (one node's command writes its own output)");
+    return kExitBadInput;
+  }
   if (all == (colon != std::string::npos)) {
     print_error("exec: write LAB:NODE for one node, or LAB --all for every host (got '" + target +
                 "')");
@@ -62,13 +67,27 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, const std::vector
   for (int h : model->topo.hosts())
     if (local_node(*model, h)) nodes.push_back(node_context(*model, paths, h));
   RunOptions run;
-  run.tag = !no_tag;
+  run.tag = !no_tag && !json;
+  run.echo = !json;
+  run.keep = json;
   auto exits = run_in_nodes(nodes, argv, run);
   if (!exits) {
     print_error(exits.error().what());
     return kExitFailed;
   }
   int code = 0, failed = 0;
+  if (json) {
+    Json hosts = Json::array();
+    for (const auto& e : *exits) {
+      hosts.push_back({{"host", e.node},
+                       {"status", e.status},
+                       {"timed_out", e.timed_out},
+                       {"output", e.output}});
+      if (e.status != 0 && code == 0) code = e.status;
+    }
+    std::printf("%s\n", json_text({{"lab", paths.lab}, {"hosts", hosts}}).c_str());
+    return code;
+  }
   for (const auto& e : *exits)
     if (e.status != 0) {
       if (failed++ < 8) print_error(e.node + ": exit status " + std::to_string(e.status));

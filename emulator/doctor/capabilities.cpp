@@ -259,9 +259,10 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& 
   if (demand && m.part) demand = machine_loads(m, m.part->placement).at(m.part->index).demand;
   if (automatic) {
     if (!demand)
-      return refused(source +
-                     ": auto needs a rate on every host's link (the demand it divides by this "
-                     "machine's capacity); give links a rate or time_scale a number");
+      return make_error(source +
+                            ": auto needs a rate on every host's link (the demand it divides by "
+                            "this machine's capacity); give links a rate or time_scale a number",
+                        EINVAL);
     std::string why;
     auto cap = caps.capacity(/*measure=*/true, why);
     if (!cap) return refused(source + ": auto needs this machine's capacity: " + why);

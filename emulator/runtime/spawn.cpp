@@ -102,6 +102,7 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
     Process process;
     std::string partial;
     std::string tag;
+    std::string kept;
   };
   std::vector<Child> children;
   for (const auto& n : nodes) {
@@ -117,7 +118,7 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
     if (!p) return p.error().context("starting the command in " + n.node);
     std::string t =
         options.tag ? "[" + n.node + std::string(width - n.node.size(), ' ') + "] " : "";
-    children.push_back(Child{std::move(*p), "", t});
+    children.push_back(Child{std::move(*p), "", t, ""});
   }
 
   struct sigaction sa {
@@ -129,8 +130,9 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
   bool timed_out = false;
   auto killed_at = Clock::time_point::max();
 
-  auto emit = [&options](const std::string& text) {
+  auto emit = [&options](Child& c, const std::string& text) {
     if (options.echo) (void)!::write(STDOUT_FILENO, text.data(), text.size());
+    if (options.keep) c.kept += text;
   };
   size_t open = children.size();
   std::vector<pollfd> pfds;
@@ -173,7 +175,7 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
       ssize_t r = ::read(out.get(), buf, sizeof buf);
       if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (r <= 0) {
-        if (!c.partial.empty()) emit(c.tag + c.partial + "\n");
+        if (!c.partial.empty()) emit(c, c.tag + c.partial + "\n");
         c.partial.clear();
         out.reset();
         --open;
@@ -186,13 +188,14 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
         text += c.tag + c.partial.substr(0, nl + 1);
         c.partial.erase(0, nl + 1);
       }
-      if (!text.empty()) emit(text);
+      if (!text.empty()) emit(c, text);
     }
   }
 
   std::vector<NodeExit> exits;
   for (size_t i = 0; i < children.size(); ++i)
-    exits.push_back({nodes[i].node, children[i].process.wait(), timed_out});
+    exits.push_back(
+        {nodes[i].node, children[i].process.wait(), timed_out, std::move(children[i].kept)});
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   return exits;

@@ -29,11 +29,13 @@ struct NodeExit {
   std::string node;
   int status = 0;          // exit code, or 128 + signal
   bool timed_out = false;  // stopped at the deadline
+  std::string output;      // with RunOptions::keep: its stdout and stderr, as written
 };
 
 struct RunOptions {
-  bool tag = true;   // prefix each output line with "[node] "
-  bool echo = true;  // the output to ours; false: read and dropped
+  bool tag = true;    // prefix each output line with "[node] "
+  bool echo = true;   // the output to ours; false: read and dropped
+  bool keep = false;  // each node's output in its NodeExit (tagged as `tag` says)
   // 0: wait for ever. At the deadline every process group gets SIGTERM, SIGKILL 3 s later.
   std::chrono::milliseconds timeout{0};
   std::string cwd;  // where the commands start (empty: fabemu's own)

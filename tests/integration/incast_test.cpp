@@ -74,7 +74,7 @@ TEST_F(IncastTest, PfcDropsNoFrameOfTheClassAndThePausesReachTheSenders) {
   Outcome o = fabemu({"run", sc.path(), "--lab", lab, "--report", dir}, 300s);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  if (o.status == 2 && o.err.find("needs the fq qdisc") != std::string::npos)
+  if (o.status == 5 && o.err.find("needs the fq qdisc") != std::string::npos)
     GTEST_SKIP() << "no fq on this kernel: PFC is refused (the VM lane runs this)";
   ASSERT_EQ(o.status, 0) << o;
   // The link model dropped no frame of the class anywhere (iperf3's own loss can also count a
@@ -126,7 +126,7 @@ TEST(PfcDeadlockTest, TheRingDeadlocksWithoutTheWatchdogAndRecoversWithIt) {
   TempScenario sc(deadlock_scenario());
   const std::string report = std::filesystem::path(sc.path()).parent_path() / "report";
   Outcome o = fabemu({"run", sc.path(), "--lab", lab.name(), "--report", report}, 300s);
-  if (o.status == 2 && (o.err.find("needs fabemu's BPF qdisc") != std::string::npos ||
+  if (o.status == 5 && (o.err.find("needs fabemu's BPF qdisc") != std::string::npos ||
                         o.err.find("needs the fq qdisc") != std::string::npos))
     GTEST_SKIP() << "this kernel cannot hold PFC in the queue (the VM lane runs this): " << o.err;
   ASSERT_EQ(o.status, 0) << o;

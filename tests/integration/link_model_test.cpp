@@ -312,7 +312,7 @@ TEST_F(LinkModelTest, DelayWithoutFqIsRefusedUnlessAccepted) {
     EXPECT_GE(std::stod(m[1]), 40.0) << ping;
     return;
   }
-  EXPECT_EQ(o.status, 2) << o;
+  EXPECT_EQ(o.status, 5) << o;  // unsupported here
   EXPECT_NE(o.err.find("--accept-degraded"), std::string::npos) << o;
   EXPECT_EQ(Snapshot::take(name), before) << "a refused scenario touches nothing";
   o = lab.up(sc.path());  // with --accept-degraded
