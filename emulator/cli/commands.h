@@ -97,6 +97,14 @@ struct RunArgs {
   std::string report_dir;  // default: fabemu-reports/LAB-DATE-TIME
 };
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base);
+// Where `run` writes its report unless --report says: fabemu-reports/LAB-DATE-TIME.
+std::string default_report_dir(const std::string& lab);
+
+// `run --vm`, `doctor --vm` (vm_command.cpp): `fabemu ARGS` inside the VM lane's kernel
+// (scripts/vm-run: Debian's newest under qemu, KVM where the host has it), its exit status
+// passed back. `report_dir` (run): the report's directory on this machine; the guest writes it
+// to vm-run's shared out directory and it is moved here afterwards.
+int cmd_in_vm(std::vector<std::string> args, const std::string& report_dir);
 
 // A lab across the machines of an allocation (`--on slurm`): cluster_commands.cpp.
 int cluster_up(const UpArgs& args, const LabPaths& base);

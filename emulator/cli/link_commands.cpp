@@ -59,7 +59,9 @@ int cmd_link_set(const LinkSetArgs& args, const LabPaths& base) {
   if (!done) {
     print_error(done.error().what());
     const int err = errno_of(done.error());
-    return err == ENOENT || err == EINVAL || err == EOPNOTSUPP ? kExitBadInput : kExitFailed;
+    return err == EOPNOTSUPP                ? kExitUnsupported
+           : err == ENOENT || err == EINVAL ? kExitBadInput
+                                            : kExitFailed;
   }
   for (const LinkChange& c : *done) {
     std::string before = c.before.str(), after = c.after.str();

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "scenario/loader.h"
 
 using namespace fabemu;
 
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
   cli::UpArgs up;
   auto* up_cmd = app.add_subcommand("up", "Build the fabric of a scenario and leave it running");
   add_build_options(up_cmd, up);
+  bool up_vm = false;
+  up_cmd->add_flag("--vm", up_vm, "Not for up: see run --vm");
   up_cmd->add_flag("--dry-run", up.dry_run, "Print the plan; touch nothing");
   up_cmd
       ->add_option("--machines", up.machines,
@@ -164,6 +167,12 @@ int main(int argc, char** argv) {
   doctor_cmd->add_flag("--calibrate", doctor_calibrate,
                        "Measure how much emulated traffic this machine carries in real time "
                        "(a small lab, ~30 s), as time_scale: auto does once per boot");
+  const std::string vm_help =
+      "Run it in the VM lane's kernel instead (scripts/vm-run: Debian's newest, with rxe, fq, "
+      "netem, BPF qdiscs and the OVS module; KVM where this machine has it, else software "
+      "emulation)";
+  bool doctor_vm = false, run_vm = false;
+  doctor_cmd->add_flag("--vm", doctor_vm, vm_help);
 
   cli::UpArgs run;
   cli::RunArgs run_opts;
@@ -176,6 +185,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--report", run_opts.report_dir,
                       "Directory for report.html, report.jsonl and topology.svg (default: "
                       "fabemu-reports/LAB-DATE-TIME)");
+  run_cmd->add_flag("--vm", run_vm, vm_help + "; the report comes back to this machine")
+      ->excludes("--on")
+      ->excludes("--keep");
 
   // What a launcher starts on each machine of a lab across machines (not for users).
   cli::AgentArgs agent;
@@ -209,6 +221,30 @@ int main(int argc, char** argv) {
     return code == 0 ? cli::kExitOk : cli::kExitBadInput;
   }
 
+  // --vm: the same command line, without --vm, inside the VM.
+  std::vector<std::string> vm_args;
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) != "--vm") vm_args.emplace_back(argv[i]);
+  if (doctor_cmd->parsed() && doctor_vm) return cli::cmd_in_vm(vm_args, "");
+  if (up_cmd->parsed() && up_vm) {
+    cli::print_error(
+        "up --vm: a lab in the VM lives only as long as the command the VM runs; `fabemu run "
+        "SCENARIO --vm` runs the whole job there, `scripts/vm-run -- CMD...` any commands");
+    return cli::kExitBadInput;
+  }
+  if (run_cmd->parsed() && run_vm) {
+    std::string lab = run.lab;
+    if (lab.empty()) {
+      auto s = load_scenario_file(run.scenario);
+      if (!s) {
+        cli::print_error(s.error().what());
+        return cli::kExitBadInput;
+      }
+      lab = s->name;
+    }
+    return cli::cmd_in_vm(
+        vm_args, run_opts.report_dir.empty() ? cli::default_report_dir(lab) : run_opts.report_dir);
+  }
   if (up_cmd->parsed())
     return up.on.empty() || up.dry_run ? cli::cmd_up(up, base) : cli::cluster_up(up, base);
   if (down_cmd->parsed())

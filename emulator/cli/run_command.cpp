@@ -185,14 +185,14 @@ Result<void> write_report(const LabModel& m, const RunReport& r, const std::stri
   return write_file(dir + "/report.html", report_html(m, r));
 }
 
+}  // namespace
+
 std::string default_report_dir(const std::string& lab) {
   char stamp[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
   return "fabemu-reports/" + lab + "-" + stamp;
 }
-
-}  // namespace
 
 bool print_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds,
                         RunReport& report) {

@@ -54,6 +54,10 @@ constexpr Feature kFeatures[] = {
      "no class-based shaping with htb: rates come only from the BPF link model", true},
     {"sch_tbf", "tbf qdisc",
      "no token-bucket shaping with tbf: rates come only from the BPF link model", true},
+    {"bpf_qdisc", "BPF qdiscs (struct_ops Qdisc_ops)",
+     "fabric.lossless.hold: queue is refused: PFC holds frames by departure times (fq), which "
+     "cannot deadlock",
+     true},
     {"ifb", "ifb devices",
      "no ingress shaping through ifb; the link model shapes at egress and does not need it", true},
     {"ovs_kernel", "Open vSwitch kernel datapath",

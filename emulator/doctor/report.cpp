@@ -42,6 +42,15 @@ std::string format_doctor_table(const KernelInfo& kernel, const std::vector<Feat
     bool missing = p.status == ProbeStatus::No || p.status == ProbeStatus::Partial;
     if (missing && !p.cost.empty()) out += indent + "-> " + p.cost + "\n";
   }
+  // What this kernel lacks most often is one flag away.
+  const bool lacks = std::any_of(probes.begin(), probes.end(), [](const FeatureProbe& p) {
+    return (p.id == "rxe" || p.id == "sch_fq") && p.status == ProbeStatus::No;
+  });
+  if (lacks)
+    out +=
+        "\nThis kernel lacks rxe or fq: `fabemu run SCENARIO --vm` (and `fabemu doctor --vm`) "
+        "runs in a VM whose kernel has them (KVM where this machine has it, else software "
+        "emulation: minutes, not seconds).\n";
   return out;
 }
 

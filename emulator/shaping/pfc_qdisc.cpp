@@ -107,7 +107,8 @@ int keep_warning(libbpf_print_level level, const char* format, va_list args) {
   std::vsnprintf(line, sizeof line, format, args);
   std::string text = line;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (!text.empty()) *probe_log = text;  // the last one says what failed
+  if (text.rfind("libbpf: ", 0) == 0) text.erase(0, 8);
+  if (probe_log->empty()) *probe_log = text;  // the first says why; the rest that it failed
   return 0;
 }
 

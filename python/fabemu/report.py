@@ -1,0 +1,180 @@
+"""`fabemu run`: the whole job on a scenario, and its report.jsonl read back as objects."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+from ._cli import FabemuError, call, message_of
+
+
+@dataclass
+class Result:
+    """One message size of a collective step (times and rates of the real fabric)."""
+
+    collective: str
+    size: int
+    time_us: float
+    busbw_gbps: float
+    wrong: int = 0
+    pred_busbw_gbps: Optional[float] = None
+    wall_time_us: float = 0
+
+
+@dataclass
+class Flow:
+    """One flow of an incast or traffic step."""
+
+    role: str
+    src: str
+    dst: str
+    bps: float
+    fair_bps: Optional[float] = None
+    lost: Optional[float] = None
+    retransmits: int = 0
+    stalled_s: float = 0
+    failure: str = ""
+
+
+@dataclass
+class Step:
+    index: int
+    title: str
+    ok: bool
+    failure: str = ""
+    start_s: float = 0
+    seconds: float = 0
+    wall_seconds: float = 0
+    results: List[Result] = field(default_factory=list)
+    flows: List[Flow] = field(default_factory=list)
+
+    def busbw_gbps(self, size: Optional[int] = None) -> float:
+        """The busbw at `size` (the largest size when None), GB/s."""
+        if not self.results:
+            raise ValueError(f"{self.title}: no collective results")
+        r = max(self.results, key=lambda r: r.size) if size is None else \
+            next(r for r in self.results if r.size == size)
+        return r.busbw_gbps
+
+
+@dataclass
+class Fault:
+    what: str
+    target: str
+    due_s: float
+    applied_s: Optional[float]
+    done: bool
+    detail: str = ""
+    error: str = ""
+
+
+@dataclass
+class Expectation:
+    what: str
+    ok: bool
+
+
+@dataclass
+class Report:
+    """report.jsonl of one run. `ok`: every step and expectation held (the CLI's exit 0)."""
+
+    dir: Path
+    exit_code: int
+    run: Dict[str, Any]
+    steps: List[Step]
+    faults: List[Fault]
+    expectations: List[Expectation]
+    samples: List[Dict[str, Any]] = field(default_factory=list, repr=False)
+    output: str = field(default="", repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def html(self) -> Path:
+        return self.dir / "report.html"
+
+    @property
+    def time_scale(self) -> float:
+        return float(self.run.get("time_scale", 1))
+
+    def step(self, title_part: str) -> Step:
+        """The first step whose title contains `title_part` ("allreduce", "incast")."""
+        for s in self.steps:
+            if title_part in s.title:
+                return s
+        raise KeyError(title_part)
+
+
+def _pick(cls, data: Mapping[str, Any], **renames: str) -> Dict[str, Any]:
+    names = set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    out = {k: v for k, v in data.items() if k in names}
+    for new, old in renames.items():
+        if old in data:
+            out[new] = data[old]
+    return out
+
+
+def read_report(directory: Union[str, Path], exit_code: int = 0, output: str = "") -> Report:
+    """Reads DIR/report.jsonl."""
+    d = Path(directory)
+    run: Dict[str, Any] = {}
+    steps: Dict[int, Step] = {}
+    faults, expectations, samples = [], [], []
+    with open(d / "report.jsonl", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            j = json.loads(line)
+            kind = j.pop("type", "")
+            if kind == "run":
+                run = j
+            elif kind == "step":
+                steps[j["index"]] = Step(**_pick(Step, j))
+            elif kind == "result":
+                steps[j["step"]].results.append(Result(**_pick(Result, j)))
+            elif kind == "flow":
+                steps[j["step"]].flows.append(Flow(**_pick(Flow, j, src="from", dst="to")))
+            elif kind == "fault":
+                faults.append(Fault(**_pick(Fault, j)))
+            elif kind == "expect":
+                expectations.append(Expectation(**_pick(Expectation, j)))
+            elif kind == "sample":
+                samples.append(j)
+    return Report(d, exit_code, run, [steps[i] for i in sorted(steps)], faults, expectations,
+                  samples, output)
+
+
+def run(scenario: Union[str, Path], lab: Optional[str] = None, *,
+        report_dir: Union[None, str, Path] = None, time_scale: Union[None, float, str] = None,
+        accept_degraded: bool = False, keep: bool = False, timeout: Optional[float] = None,
+        check: bool = True, env: Optional[Mapping[str, str]] = None) -> Report:
+    """`fabemu run SCENARIO`: builds the lab, checks it, runs the workload while the faults
+    play, reports, tears down. Returns the report; with `check`, a run that failed (a step, an
+    expectation) raises FabemuError carrying it as `.report`. A run that produced no report
+    (bad scenario, exit 2; this machine cannot, exit 5) always raises."""
+    out_dir = Path(report_dir) if report_dir else Path(tempfile.mkdtemp(prefix="fabemu-report-"))
+    args = ["run", str(scenario), "--report", str(out_dir)]
+    if lab:
+        args += ["--lab", lab]
+    if time_scale is not None:
+        args += ["--time-scale", str(time_scale)]
+    if accept_degraded:
+        args.append("--accept-degraded")
+    if keep:
+        args.append("--keep")
+    r = call(args, timeout=timeout, check=False, env=env)
+    if not (out_dir / "report.jsonl").is_file():
+        raise FabemuError(message_of(r.stderr, r.returncode), r.returncode, r.args, r.stdout,
+                          r.stderr)
+    report = read_report(out_dir, r.returncode, r.stdout)
+    if check and r.returncode != 0:
+        e = FabemuError(message_of(r.stderr, r.returncode), r.returncode, r.args, r.stdout,
+                        r.stderr)
+        e.report = report  # type: ignore[attr-defined]
+        raise e
+    return report
