@@ -21,12 +21,20 @@ constexpr int kIperfPort = 5201;
 constexpr int kVictimPort = 5301;
 constexpr int kPerftestPort = 18515;
 
+// When a flow's data arrived, on the step's clock (wall seconds since its clients started), and
+// how much: for a receiver's total over the time any of its flows was arriving.
+struct Active {
+  double from = 0, to = 0, bytes = 0;
+};
+
 struct Pair {
   FlowResult flow;
   int server_node = -1, client_node = -1;
   int port = 0;
   std::vector<std::string> server_argv, client_argv;
   CommandOutcome outcome;
+  double started_s = 0;  // its client's start on the step's clock
+  Active active;
 };
 
 // The rate the receiving host's link delivers to it, in the real fabric.
@@ -59,7 +67,8 @@ std::optional<double> perftest_gbps(const std::string& out) {
 // iperf3 -J: what the receiver got, the sender's retransmissions, UDP's loss. `to_the_end`:
 // the goodput counts the time from the first data to the end of the test (a flow that stopped
 // moving shows it), not to its last data.
-void read_iperf(const std::string& out, double factor, bool to_the_end, FlowResult& f) {
+void read_iperf(const std::string& out, double factor, bool to_the_end, FlowResult& f,
+                Active& active) {
   const Json j = Json::parse(out, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("end")) {
     f.failure = "iperf3 printed no report";
@@ -103,8 +112,10 @@ void read_iperf(const std::string& out, double factor, bool to_the_end, FlowResu
         skipped += iv[last - 1].bytes;
     double counted = 0;
     for (size_t k = first; k < last; ++k) counted += iv[k].bytes;
-    if (last > first && iv[last - 1].end > iv[first].start)
+    if (last > first && iv[last - 1].end > iv[first].start) {
       f.bps = counted * 8 / (iv[last - 1].end - iv[first].start) * factor;
+      active = {iv[first].start, iv[last - 1].end, counted};
+    }
   }
   if (end.contains("sum_sent")) f.retransmits = end["sum_sent"].value("retransmits", uint64_t{0});
   if (f.lost >= 0 && got.contains("sum")) f.lost = got["sum"].value("lost_percent", 0.0) / 100;
@@ -280,8 +291,11 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   }
   // Every client at once.
   std::vector<std::thread> clients;
+  const auto clients_start = std::chrono::steady_clock::now();
   for (Pair& p : pairs) {
     clients.emplace_back([&, pp = &p] {
+      pp->started_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - clients_start).count();
       const ProcessSpec spec =
           node_process(node_context(m, paths, pp->client_node), pp->client_argv);
       CommandOptions o;
@@ -324,13 +338,25 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
         else
           f.failure = "ib_write_bw printed no bandwidth";
       } else {
-        read_iperf(p.outcome.out, ts.factor, traffic, f);
+        read_iperf(p.outcome.out, ts.factor, traffic, f, p.active);
       }
     }
     if (!f.failure.empty()) f.failure = f.from + " -> " + f.to + ": " + f.failure;
-    if (f.role == "incast") total += f.bps;
     r.flows.push_back(f);
   }
+  // The receiver's total: what arrived over the time any incast flow was arriving (flows that
+  // take turns do not add up past the link), each flow's intervals placed by its client's
+  // start. Without the receivers' intervals (rdma), the sum of the flows' rates.
+  double from = 1e300, to = -1e300, bytes = 0, sum = 0;
+  for (const Pair& p : pairs) {
+    if (p.flow.role != "incast") continue;
+    sum += p.flow.bps;
+    if (p.active.to <= p.active.from) continue;
+    from = std::min(from, p.started_s + p.active.from);
+    to = std::max(to, p.started_s + p.active.to);
+    bytes += p.active.bytes;
+  }
+  total = to > from ? bytes * 8 / (to - from) * ts.factor : sum;
   for (const FlowResult& f : r.flows)
     if (!f.failure.empty()) r.failure += (r.failure.empty() ? "" : "; ") + f.failure;
   r.ok = r.failure.empty();

@@ -14,19 +14,27 @@ HERE = Path(__file__).resolve().parent
 @pytest.mark.fabemu("fabric.yaml")
 def test_ddp_training_survives_a_link_flap(fabemu_lab):
     # Debian's interpreter (python3-torch): the first python3 on PATH may be another.
-    job = ["/usr/bin/python3", str(HERE / "ddp_job.py"), "--seconds", "12"]
+    # Rank 0 (on h1) writes its step to its host's own /tmp.
+    job = ["/usr/bin/python3", str(HERE / "ddp_job.py"), "--steps", "400",
+           "--progress", "/tmp/ddp-step"]
     results = {}
     runner = threading.Thread(target=lambda: results.update(fabemu_lab.exec_all(job, timeout=300)))
     runner.start()
-    time.sleep(4)  # the process group is up and training
+    # Training, 50 steps in: the process group is up and gradients are flowing.
+    deadline = time.monotonic() + 120
+    while int(fabemu_lab.exec("h1", ["cat", "/tmp/ddp-step"]).stdout or 0) < 50:
+        assert runner.is_alive() and time.monotonic() < deadline, results
+        time.sleep(0.2)
     spine_link = fabemu_lab.link("leaf1:spine1")
     spine_link.down()  # every flow hashed onto it stalls...
     time.sleep(1)
     spine_link.up()  # ...and TCP's retransmissions carry it on
     runner.join()
     assert len(results) == 4
+    failed = {h: r for h, r in results.items() if not r.ok}
+    assert not failed, "\n".join(f"{h}: exit {r.returncode}\n{r.stdout[-1500:]}"
+                                  for h, r in failed.items())
     for host, r in results.items():
-        assert r.ok, f"{host}: exit {r.returncode}\n{r.stdout[-2000:]}"
         assert "replicas agree: True" in r.stdout, r.stdout
     drops = fabemu_lab.status().direction("leaf1>spine1").counters.drop_down
     print(f"the flap dropped {drops} frames on leaf1>spine1", file=sys.stderr)

@@ -81,12 +81,17 @@ TEST_F(IncastTest, PfcDropsNoFrameOfTheClassAndThePausesReachTheSenders) {
   // receiving socket that overflowed on a busy machine, which is not the fabric's).
   EXPECT_NE(o.out.find("frames of the class dropped where PFC applies: 0)"), std::string::npos)
       << o;
-  // The pauses began at h1's leaf (its local senders, the spine) and reached leaf2's uplink
-  // and leaf2's senders.
+  // The pauses began at h1's leaf (a local sender, the spine) and reached leaf2's uplink and
+  // leaf2's senders. Which of two symmetric senders a leaf pauses depends on whose frames fill
+  // its buffers first (CI saw h3 and not h2 once).
   const size_t pauses = o.out.find("PFC pauses of the lossless class");
   ASSERT_NE(pauses, std::string::npos) << o;
-  for (const char* dir : {"h2>leaf1", "spine1>leaf1"})
-    EXPECT_NE(o.out.find(dir, pauses), std::string::npos) << dir << " was never paused\n" << o;
+  EXPECT_NE(o.out.find("spine1>leaf1", pauses), std::string::npos) << "no pause of the spine\n"
+                                                                   << o;
+  EXPECT_TRUE(o.out.find("h2>leaf1", pauses) != std::string::npos ||
+              o.out.find("h3>leaf1", pauses) != std::string::npos)
+      << "no sender on leaf1 was paused\n"
+      << o;
   // Which of leaf2's senders leaf2 pauses depends on whose frames fill its buffers first.
   EXPECT_TRUE(o.out.find("h4>leaf2", pauses) != std::string::npos ||
               o.out.find("h5>leaf2", pauses) != std::string::npos)
