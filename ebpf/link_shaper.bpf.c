@@ -9,6 +9,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "link_maps.h"
 #include "link_shaper.h"
 
 /* Bounds that keep every product below 2^64: frames are far below 16 MiB (even BIG TCP stops at
@@ -22,23 +23,8 @@ struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, FABEMU_MAX_LINKS);
   __type(key, __u32);
-  __type(value, struct fabemu_link_cfg);
-} fabemu_cfg SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, FABEMU_MAX_LINKS);
-  __type(key, __u32);
   __type(value, struct fabemu_link_state);
 } fabemu_state SEC(".maps");
-
-/* Per-CPU so that the hot path never contends on counters. */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-  __uint(max_entries, FABEMU_MAX_LINKS);
-  __type(key, __u32);
-  __type(value, struct fabemu_link_counters);
-} fabemu_counters SEC(".maps");
 
 /* Zeroed counters to start a link's from: a struct this size on counters_of()'s stack would
  * push the deepest call chain over the 512 bytes Linux 6.1 allows. Never written. */
@@ -55,14 +41,6 @@ struct {
   __type(key, __u32);
   __type(value, struct fabemu_port);
 } fabemu_ports SEC(".maps");
-
-/* PFC: the buffer each switch holds for the lossless frames that came in over one port. */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, FABEMU_MAX_LINKS);
-  __type(key, __u32);
-  __type(value, struct fabemu_pfc_cfg);
-} fabemu_pfc_cfg SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);

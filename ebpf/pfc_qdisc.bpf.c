@@ -20,6 +20,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "link_maps.h" /* the link model's maps, reused from the lab's by user space */
 #include "link_shaper.h"
 
 #define NET_XMIT_SUCCESS 0
@@ -127,28 +128,6 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } fabemu_pfcq_buffer SEC(".maps");
-
-/* The link model's maps, reused from the lab's pins by user space. */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, FABEMU_MAX_LINKS);
-  __type(key, __u32);
-  __type(value, struct fabemu_link_cfg);
-} fabemu_cfg SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-  __uint(max_entries, FABEMU_MAX_LINKS);
-  __type(key, __u32);
-  __type(value, struct fabemu_link_counters);
-} fabemu_counters SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, FABEMU_MAX_LINKS);
-  __type(key, __u32);
-  __type(value, struct fabemu_pfc_cfg);
-} fabemu_pfc_cfg SEC(".maps");
 
 /* How long a paused port waits before it looks at the far end's buffer again (a switch
  * refreshes PAUSE the same way), at most: the slot of the PFC config when shorter. */

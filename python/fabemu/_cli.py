@@ -59,6 +59,19 @@ def binary() -> str:
                       "on PATH or set FABEMU_BIN", 127)
 
 
+def build_args(command: str, scenario: object, lab: Optional[str], time_scale: object,
+               accept_degraded: bool) -> list:
+    """`up` and `run`'s shared options."""
+    args = [command, str(scenario)]
+    if lab:
+        args += ["--lab", lab]
+    if time_scale is not None:
+        args += ["--time-scale", str(time_scale)]
+    if accept_degraded:
+        args.append("--accept-degraded")
+    return args
+
+
 def message_of(stderr: str, exit_code: int) -> str:
     """The CLI's error: its `fabemu: ...` lines, else the last line it wrote."""
     lines = [l for l in stderr.splitlines() if l.strip()]

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from ._cli import (EXIT_BAD_INPUT, EXIT_NEEDS_ROOT, EXIT_NO_LAB, FabemuError, NoSuchLab, call,
-                   message_of)
+from ._cli import (EXIT_BAD_INPUT, EXIT_NEEDS_ROOT, EXIT_NO_LAB, FabemuError, NoSuchLab,
+                   build_args, call, message_of)
 
 PathLike = Union[str, "os.PathLike[str]"]  # noqa: F821
 
@@ -249,13 +249,7 @@ class Lab:
            timeout: Optional[float] = 900, env: Optional[Mapping[str, str]] = None) -> "Lab":
         """`fabemu up SCENARIO`. Raises FabemuError (exit_code 5, `.unsupported`, when this
         machine cannot build it; the message says what is missing)."""
-        args = ["up", str(scenario)]
-        if lab:
-            args += ["--lab", lab]
-        if time_scale is not None:
-            args += ["--time-scale", str(time_scale)]
-        if accept_degraded:
-            args.append("--accept-degraded")
+        args = build_args("up", scenario, lab, time_scale, accept_degraded)
         try:
             out = call(args, timeout=timeout, env=env).stdout
         except BaseException:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Union
 
-from ._cli import FabemuError, call, message_of
+from ._cli import FabemuError, build_args, call, message_of
 
 
 @dataclass
@@ -158,13 +158,8 @@ def run(scenario: Union[str, Path], lab: Optional[str] = None, *,
     expectation) raises FabemuError carrying it as `.report`. A run that produced no report
     (bad scenario, exit 2; this machine cannot, exit 5) always raises."""
     out_dir = Path(report_dir) if report_dir else Path(tempfile.mkdtemp(prefix="fabemu-report-"))
-    args = ["run", str(scenario), "--report", str(out_dir)]
-    if lab:
-        args += ["--lab", lab]
-    if time_scale is not None:
-        args += ["--time-scale", str(time_scale)]
-    if accept_degraded:
-        args.append("--accept-degraded")
+    args = build_args("run", scenario, lab, time_scale, accept_degraded)
+    args += ["--report", str(out_dir)]
     if keep:
         args.append("--keep")
     r = call(args, timeout=timeout, check=False, env=env)
