@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -10,7 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from ._cli import (EXIT_BAD_INPUT, EXIT_NEEDS_ROOT, EXIT_NO_LAB, FabemuError, NoSuchLab,
                    build_args, call, message_of)
 
-PathLike = Union[str, "os.PathLike[str]"]  # noqa: F821
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 @dataclass

@@ -52,7 +52,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: A002
     outcome = yield
     rep = outcome.get_result()
-    setattr(item, "_fabemu_rep_" + rep.when, rep)
     if rep.when != "call":
         return
     # Shown with the test's result: the reports it made, and when it failed, the state of its

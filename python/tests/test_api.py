@@ -1,9 +1,7 @@
 """The Python API against a fake fabemu binary (no root, no kernel): what it runs, how it reads
 the CLI's JSON, and that errors carry the CLI's message and exit code."""
 import json
-import os
 import stat
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
