@@ -353,8 +353,8 @@ links: {default: {rate: 100mbit}}
   TempScenario delayed(kDelayed);
   LabGuard refused(lab_name("agreed"));
   Outcome strict =
-      fabemu({"up", delayed.path(), "--lab", refused.name(), "-q"});  // no --accept-degraded
-  EXPECT_EQ(strict.status, has["sch_fq"] == "yes" ? 0 : 2) << strict;
+      fabemu({"up", delayed.path(), "--lab", refused.name(), "-q"});   // no --accept-degraded
+  EXPECT_EQ(strict.status, has["sch_fq"] == "yes" ? 0 : 5) << strict;  // 5: unsupported
 }
 
 }  // namespace
