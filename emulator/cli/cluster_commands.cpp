@@ -21,6 +21,7 @@
 #include "scenario/loader.h"
 #include "util/files.h"
 #include "util/json.h"
+#include "util/process.h"
 #include "util/units.h"
 
 namespace fabemu::cli {
@@ -28,12 +29,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-std::string self_exe() {
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  return n > 0 ? std::string(self, static_cast<size_t>(n)) : "fabemu";
-}
 
 // This binary with `words` on a machine (the same path on every machine: a shared or the same
 // installation), with our run root.

@@ -9,19 +9,12 @@
 #include <system_error>
 
 #include "cli/commands.h"
-#include "util/files.h"
 #include "util/process.h"
 
 namespace fabemu::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string self_exe() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "fabemu" : p.string();
-}
 
 // vm-run beside this binary: $FABEMU_VM_RUN, the source tree's (build/emulator/fabemu ->
 // scripts/vm-run) or the package's (/usr/bin/fabemu -> /usr/share/fabemu/scripts/vm-run).

@@ -113,12 +113,10 @@ std::string namespace_owner(const LabModel& m, int node) {
 }  // namespace
 
 std::string pfc_qdisc_kind(const std::string& lab) {
-  // FNV-1a, 64 bits; 13 hex digits keep the kind within tc's 15 characters.
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : lab) h = (h ^ c) * 0x100000001b3ULL;
+  // 13 hex digits keep the kind within tc's 15 characters.
   char buf[16];
   std::snprintf(buf, sizeof buf, "fp%013llx",
-                static_cast<unsigned long long>(h & 0xfffffffffffffULL));
+                static_cast<unsigned long long>(fnv1a(lab) & 0xfffffffffffffULL));
   return buf;
 }
 

@@ -178,8 +178,7 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   const int secs = static_cast<int>(std::max<uint64_t>(1, (wall_ns + 999'999'999) / 1'000'000'000));
   const auto lossless = m.scenario.fabric.lossless_class();
   const int dscp = s.dscp.value_or(lossless.dscp.empty() ? 0 : lossless.dscp.front());
-  const int recv = traffic ? -1 : t.find(s.receiver);
-  const uint64_t recv_rate = traffic ? 0 : receiver_rate(m, recv);
+  const uint64_t recv_rate = traffic ? 0 : receiver_rate(m, t.find(s.receiver));
   const uint32_t payload = m.scenario.fabric.mtu - 28;  // IPv4 + UDP headers
   // A dilated lab's RC timeout grows with it (as `perf` does).
   const int timeout_exp = std::min(31, 14 + static_cast<int>(std::ceil(std::log2(ts.factor))));
@@ -314,7 +313,6 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   for (Process& p : servers) p.stop(std::chrono::seconds(2));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  double total = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
     Pair& p = pairs[i];
     FlowResult& f = p.flow;
@@ -356,7 +354,7 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
     to = std::max(to, p.started_s + p.active.to);
     bytes += p.active.bytes;
   }
-  total = to > from ? bytes * 8 / (to - from) * ts.factor : sum;
+  const double total = to > from ? bytes * 8 / (to - from) * ts.factor : sum;
   for (const FlowResult& f : r.flows)
     if (!f.failure.empty()) r.failure += (r.failure.empty() ? "" : "; ") + f.failure;
   r.ok = r.failure.empty();

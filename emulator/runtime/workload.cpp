@@ -61,9 +61,7 @@ std::string describe_exits(const std::vector<NodeExit>& exits, std::chrono::seco
 
 WorkloadOptions workload_options(const std::string& scenario_file) {
   WorkloadOptions o;
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  o.fabemu = n > 0 ? std::string(self, static_cast<size_t>(n)) : "fabemu";
+  o.fabemu = self_exe();
   const std::string dir = o.fabemu.substr(0, o.fabemu.rfind('/') + 1);
   o.collective = dir + "fabemu-collective";
   if (!path_exists(o.collective) && path_exists(dir + "collective/fabemu-collective"))

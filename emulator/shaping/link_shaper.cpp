@@ -12,6 +12,7 @@
 #include "link_shaper.skel.h"
 #include "shaping/bpffs.h"
 #include "shaping/link_cfg.h"
+#include "util/prng.h"
 
 namespace fabemu {
 
@@ -57,10 +58,8 @@ LinkShaper::~LinkShaper() = default;  // pinned maps stay; attachments hold the 
 
 uint64_t LinkShaper::program_digest() {
   size_t size = 0;
-  const auto* bytes = static_cast<const unsigned char*>(link_shaper__elf_bytes(&size));
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
-  for (size_t i = 0; i < size; ++i) h = (h ^ bytes[i]) * 0x100000001b3ULL;
-  return h;
+  const auto* bytes = static_cast<const char*>(link_shaper__elf_bytes(&size));
+  return fnv1a(std::string_view(bytes, size));
 }
 
 Result<LinkShaper> LinkShaper::load(const ShaperOptions& options) {

@@ -10,10 +10,14 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+uint64_t fnv1a(std::string_view data) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : data) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
 uint64_t link_seed(uint64_t scenario_seed, std::string_view name) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
-  return splitmix64(scenario_seed ^ splitmix64(h));
+  return splitmix64(scenario_seed ^ splitmix64(fnv1a(name)));
 }
 
 }  // namespace fabemu

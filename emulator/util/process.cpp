@@ -88,6 +88,12 @@ std::string last_lines(const std::string& text, size_t lines) {
 
 }  // namespace
 
+std::string self_exe() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  return n > 0 ? std::string(self, static_cast<size_t>(n)) : "fabemu";
+}
+
 Result<std::string> find_program(std::string_view name) {
   if (name.empty()) return make_error("empty program name", EINVAL);
   if (name.find('/') != std::string_view::npos) return std::string(name);

@@ -26,6 +26,9 @@ using ProcessClock = std::chrono::steady_clock;
 // ENOENT naming the program when there is none.
 Result<std::string> find_program(std::string_view name);
 
+// This process's own binary (/proc/self/exe), or "fabemu" when it cannot be read.
+std::string self_exe();
+
 // An exit status as shells report it: the exit code, or 128 + the signal that ended it.
 int exit_status(int wait_status);
 

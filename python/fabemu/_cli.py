@@ -7,7 +7,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 # The CLI's exit codes (README.md, "Exit codes").
 EXIT_OK = 0
@@ -70,6 +70,17 @@ def build_args(command: str, scenario: object, lab: Optional[str], time_scale: o
     if accept_degraded:
         args.append("--accept-degraded")
     return args
+
+
+def fields_of(cls, data: Mapping[str, Any], **renames: str) -> Dict[str, Any]:
+    """The keys of the CLI's JSON object `data` that dataclass `cls` has (JSON key `old` as
+    field `new` for each new=old in `renames`); `raw` is the caller's to pass."""
+    names = set(cls.__dataclass_fields__)
+    out = {k: v for k, v in data.items() if k in names and k != "raw"}
+    for new, old in renames.items():
+        if old in data:
+            out[new] = data[old]
+    return out
 
 
 def message_of(stderr: str, exit_code: int) -> str:

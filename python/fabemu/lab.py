@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._cli import (EXIT_BAD_INPUT, EXIT_NEEDS_ROOT, EXIT_NO_LAB, FabemuError, NoSuchLab,
-                   build_args, call, message_of)
+                   build_args, call, fields_of, message_of)
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -134,25 +134,20 @@ class Status:
         raise KeyError(name)
 
 
-def _fields(cls, data: Mapping[str, Any]) -> Dict[str, Any]:
-    names = set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
-    return {k: v for k, v in data.items() if k in names and k != "raw"}
-
-
 def _direction(d: Mapping[str, Any]) -> Direction:
     c = d.get("counters") or {}
     return Direction(name=d.get("direction", ""), shaped=bool(d.get("shaped")),
                      shape=dict(d.get("shape") or {}),
-                     counters=Counters(**_fields(Counters, c), raw=dict(c)))
+                     counters=Counters(**fields_of(Counters, c), raw=dict(c)))
 
 
 def parse_status(data: Mapping[str, Any]) -> Status:
-    nodes = [Node(**_fields(Node, n), raw=dict(n)) for n in data.get("nodes", [])]
+    nodes = [Node(**fields_of(Node, n), raw=dict(n)) for n in data.get("nodes", [])]
     links = []
     for l in data.get("links", []):
         links.append(LinkStatus(name=l.get("name", ""), cls=l.get("class", ""),
-                                a=Port(**_fields(Port, l.get("a", {}))),
-                                b=Port(**_fields(Port, l.get("b", {}))),
+                                a=Port(**fields_of(Port, l.get("a", {}))),
+                                b=Port(**fields_of(Port, l.get("b", {}))),
                                 a_to_b=_direction(l.get("a_to_b", {})),
                                 b_to_a=_direction(l.get("b_to_a", {}))))
     ts = data.get("time_scale")
@@ -327,7 +322,7 @@ class Lab:
     def predict(self, transport: str = "tcp") -> Dict[str, Predicted]:
         """The link model's prediction per collective, over the lab's routes and live shapes."""
         data = json.loads(call(["predict", self.name, "--transport", transport]).stdout)
-        return {name: Predicted(**_fields(Predicted, p)) for name, p in data.items()
+        return {name: Predicted(**fields_of(Predicted, p)) for name, p in data.items()
                 if isinstance(p, dict)}
 
     def __repr__(self) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Union
 
-from ._cli import FabemuError, build_args, call, message_of
+from ._cli import FabemuError, build_args, call, fields_of, message_of
 
 
 @dataclass
@@ -110,15 +110,6 @@ class Report:
         raise KeyError(title_part)
 
 
-def _pick(cls, data: Mapping[str, Any], **renames: str) -> Dict[str, Any]:
-    names = set(cls.__dataclass_fields__)  # type: ignore[attr-defined]
-    out = {k: v for k, v in data.items() if k in names}
-    for new, old in renames.items():
-        if old in data:
-            out[new] = data[old]
-    return out
-
-
 def read_report(directory: Union[str, Path], exit_code: int = 0, output: str = "") -> Report:
     """Reads DIR/report.jsonl."""
     d = Path(directory)
@@ -134,15 +125,15 @@ def read_report(directory: Union[str, Path], exit_code: int = 0, output: str = "
             if kind == "run":
                 run = j
             elif kind == "step":
-                steps[j["index"]] = Step(**_pick(Step, j))
+                steps[j["index"]] = Step(**fields_of(Step, j))
             elif kind == "result":
-                steps[j["step"]].results.append(Result(**_pick(Result, j)))
+                steps[j["step"]].results.append(Result(**fields_of(Result, j)))
             elif kind == "flow":
-                steps[j["step"]].flows.append(Flow(**_pick(Flow, j, src="from", dst="to")))
+                steps[j["step"]].flows.append(Flow(**fields_of(Flow, j, src="from", dst="to")))
             elif kind == "fault":
-                faults.append(Fault(**_pick(Fault, j)))
+                faults.append(Fault(**fields_of(Fault, j)))
             elif kind == "expect":
-                expectations.append(Expectation(**_pick(Expectation, j)))
+                expectations.append(Expectation(**fields_of(Expectation, j)))
             elif kind == "sample":
                 samples.append(j)
     return Report(d, exit_code, run, [steps[i] for i in sorted(steps)], faults, expectations,
