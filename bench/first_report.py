@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,13 +45,14 @@ umount -l /.old
 rmdir /.old
 cd /root/fabemu
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+TIMEFORMAT='%R %U %S'
 for phase in "$@"; do
   name=${phase%%=*}; cmd=${phase#*=}
-  start=$(date +%s.%N)
   rc=0
-  bash -c "$cmd" > "/root/$name.log" 2>&1 || rc=$?
-  end=$(date +%s.%N)
-  echo "{\"phase\": \"$name\", \"seconds\": $(echo "$end - $start" | bc), \"rc\": $rc}"
+  { time bash -c "$cmd" > "/root/$name.log" 2>&1 || rc=$?; } 2> /root/time
+  read -r real user sys < /root/time
+  # Wall time, and the CPU time of the phase's processes (what a busy machine cannot inflate).
+  echo "{\"phase\": \"$name\", \"seconds\": $real, \"cpu_seconds\": $(echo "$user + $sys" | bc), \"rc\": $rc}"
   [ $rc -eq 0 ] || exit 0
 done
 """
@@ -107,6 +109,7 @@ def main() -> int:
     if os.geteuid() != 0:
         print("first_report: run as root (debootstrap, mount namespaces)", file=sys.stderr)
         return 1
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the trees go on kill too
     if not shutil.which("debootstrap"):
         print("first_report: needs debootstrap (apt-get install debootstrap)", file=sys.stderr)
         return 1
@@ -118,7 +121,7 @@ def main() -> int:
         for mode in (["after", "before"] if a.mode == "both" else [a.mode]):
             rec = run_mode(mode, base, cache)
             records.append(rec)
-            phases = ", ".join(f"{r['phase']} {r['seconds']:.0f} s" +
+            phases = ", ".join(f"{r['phase']} {r['seconds']:.0f} s ({r['cpu_seconds']:.0f} s CPU)" +
                                ("" if r["rc"] == 0 else f" (exit {r['rc']})")
                                for r in rec["phases"])
             print(f"{mode:6}: {phases}; clone to first report {rec['total_s']:.0f} s"
