@@ -169,12 +169,16 @@ std::string real_time(const LabModel& m, double s) {
 std::string report_html(const LabModel& m, const RunReport& r) {
   const Topology& t = m.topo;
   std::string h =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>fabemu run: " +
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+      "content=\"width=device-width\"><title>fabemu run: " +
       xml_escape(r.lab) +
       "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}"
       "table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:3px "
       "8px;font-size:13px;text-align:left}th{background:#eee}.ok{color:#2a7a2a}.bad{color:#c62828;"
-      "font-weight:bold}svg{display:block;margin:8px 0 20px;border:1px solid #ddd}</style>"
+      "font-weight:bold}svg{display:block;margin:8px 0 20px;border:1px solid #ddd}"
+      // Nothing wider than the window: pictures scale down (they have a viewBox), long names in
+      // a table cell wrap.
+      "svg{max-width:100%;height:auto}table{max-width:100%}td{overflow-wrap:anywhere}</style>"
       "</head>\n<body>\n";
   h += "<h1>fabemu run: " + xml_escape(r.lab) + "</h1>\n<p id=\"summary\">Scenario " +
        xml_escape(r.scenario_file) + ", seed " + std::to_string(r.seed) + "; " +
@@ -192,10 +196,17 @@ std::string report_html(const LabModel& m, const RunReport& r) {
          xml_escape(m.time_scale_why) +
          "); every time, rate and bandwidth on this page is the real fabric's.</p>\n";
   }
-  h += "<h2>Topology</h2>\n<p>Links coloured by the share of their rate they carried over the "
-       "run (green idle, orange busy), red where the link model dropped more than 1% of the "
-       "frames; hover for figures.</p>\n" +
-       topology_svg(m, &r);
+  h += std::string(
+           "<h2>Topology</h2>\n<p>Links coloured by the share of their rate they carried over the "
+           "run (green idle, orange busy), red where the link model dropped more than 1% of the "
+           "frames; hover for figures.") +
+       (topology_collapsed(t)
+            ? " The fabric is too big to draw node by node: each tier shows its first nodes, "
+              "those where frames were dropped or a fault struck, and its last; a dashed box "
+              "stands for the rest, hosts are grouped under their switch, and the links to a "
+              "group are one line labelled with their count, red when any of them dropped."
+            : "") +
+       "</p>\n" + topology_svg(m, &r);
   const bool dilated = m.time_scale.dilated();
   h += std::string("<h2>Workload</h2>\n<table id=\"steps\"><tr><th>step</th><th>verdict</th>") +
        (dilated ? "<th>start</th><th>took</th><th>wall clock (s)</th>"

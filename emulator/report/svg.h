@@ -1,4 +1,5 @@
-// SVG pieces of the report: XML escaping and a line chart with event markers.
+// SVG pieces of the report: XML escaping, a line chart with event markers, and whether the
+// topology picture collapses tiers.
 #pragma once
 
 #include <functional>
@@ -32,6 +33,12 @@ struct ChartSpec {
     return std::string(buf);
   };
 };
+
+// Whether topology_svg collapses the fabric's tiers: a tier is wider than fits a screen node by
+// node (24 nodes), so that rows show their first nodes, the notable ones (drops, faults) and the
+// last, with a "… N more" box for the rest, hosts grouped under their switch, and the links to a
+// group drawn as one bundle labelled with its count.
+bool topology_collapsed(const Topology& t);
 
 // An <svg> with id `c.id`: axes, ticks, a polyline per series, a dashed line per marker.
 std::string line_chart(const ChartSpec& c);
