@@ -49,4 +49,9 @@ Result<void> Backend::apply(const Action& action) {
       action);
 }
 
+Result<void> Backend::apply_parallel(std::span<const Action> actions) {
+  for (const Action& a : actions) FABEMU_TRY(apply(a));
+  return ok();
+}
+
 }  // namespace fabemu

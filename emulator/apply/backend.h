@@ -1,6 +1,7 @@
 // Backend: the narrow interface between the applier and the system (kernel or in-memory fake).
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "plan/plan.h"
@@ -44,6 +45,11 @@ class Backend {
   virtual Result<void> remove(const JournalEntry& e) = 0;
 
   Result<void> apply(const Action& action);
+  // A ParallelRange of a plan. This one applies it in order; a backend may use threads.
+  virtual Result<void> apply_parallel(std::span<const Action> actions);
+  // Called once before a plan's first action: a backend may start work that needs no action
+  // before it (loading the link model) and finish it when its action comes.
+  virtual void start(const Plan& /*plan*/) {}
 };
 
 }  // namespace fabemu

@@ -4,10 +4,12 @@
 #include <linux/netlink.h>
 #include <net/if.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -28,6 +30,14 @@ namespace fabemu {
 namespace {
 // Every rtnetlink request answers in microseconds; a kernel that takes this long is stuck.
 constexpr std::chrono::seconds kNetlinkTimeout{30};
+
+Result<LinkShaper> load_link_model(const LoadShaper& a) {
+  FABEMU_TRY(ensure_bpffs(a.bpffs_root));
+  auto shaper = LinkShaper::load({a.pin_dir});
+  if (!shaper) return shaper.error();
+  if (!a.pfc_qdisc.empty()) FABEMU_TRY(shaper->register_pfc_qdisc(a.pfc_qdisc));
+  return shaper;
+}
 }  // namespace
 
 Result<std::unique_ptr<KernelBackend>> KernelBackend::create(std::string netns_dir) {
@@ -58,16 +68,98 @@ KernelBackend::~KernelBackend() {
 
 Result<void> KernelBackend::finish() {
   auto files = files_.wait();
+  // A load still under way (up failed before its action) ends first, so that `down` finds
+  // every pin it made.
+  if (shaper_loading_.valid())
+    if (auto s = shaper_loading_.get()) shaper_.emplace(std::move(*s));
+  ns_fds_.clear();
+  FABEMU_TRY(go_home());
+  return files;
+}
+
+Result<void> KernelBackend::go_home() {
   cur_sock_.reset();
   cur_raw_.reset();
   cur_ifindex_.clear();
-  ns_fds_.clear();
-  if (!cur_ns_.empty()) {
-    cur_ns_.clear();
-    FABEMU_TRY(enter_namespace(home_net_.get(), CLONE_NEWNET, "home"));
-    FABEMU_TRY(enter_namespace(home_uts_.get(), CLONE_NEWUTS, "home"));
+  if (cur_ns_.empty()) return ok();
+  cur_ns_.clear();
+  FABEMU_TRY(enter_namespace(home_net_.get(), CLONE_NEWNET, "home"));
+  return enter_namespace(home_uts_.get(), CLONE_NEWUTS, "home");
+}
+
+void KernelBackend::start(const Plan& plan) {
+  for (const JournalEntry& e : plan.journal)
+    if (e.kind == JournalEntry::Kind::Mount) run_dir_ = e.path;
+  // The verifier's work on the link model (0.15-0.2 s here) on another core while the
+  // namespaces are made; LoadShaper takes the result.
+  for (const Action& a : plan.actions)
+    if (const auto* load = std::get_if<LoadShaper>(&a)) {
+      shaper_loading_ = std::async(std::launch::async, [l = *load] { return load_link_model(l); });
+      return;
+    }
+}
+
+Result<void> KernelBackend::apply_parallel(std::span<const Action> actions) {
+  // Workers are made from this machine's namespace, where veths are created from.
+  FABEMU_TRY(go_home());
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned n = std::min({cores, 8u, static_cast<unsigned>(actions.size() / 32 + 1)});
+  if (n < 2) return Backend::apply_parallel(actions);
+
+  // A namespace's actions all go to one worker, in order; namespaces (and actions of none)
+  // are dealt round.
+  struct Share {
+    std::vector<const Action*> actions;
+    std::unique_ptr<KernelBackend> backend;
+    std::optional<Error> error;
+  };
+  std::vector<Share> shares(n);
+  std::map<std::string, unsigned> owner;
+  unsigned next = 0;
+  for (const Action& a : actions) {
+    if (const auto* link = std::get_if<MakeSymlink>(&a)) {
+      FABEMU_TRY(make_symlink(*link));  // already on a thread of its own
+      continue;
+    }
+    unsigned w;
+    if (const std::string* ns = namespace_of(a)) {
+      auto [it, fresh] = owner.try_emplace(*ns, next % n);
+      if (fresh) ++next;
+      w = it->second;
+    } else {
+      w = next++ % n;
+    }
+    shares[w].actions.push_back(&a);
   }
-  return files;
+  {
+    std::vector<std::jthread> threads;
+    for (Share& s : shares)
+      threads.emplace_back([this, &s] {
+        auto b = KernelBackend::create(netns_dir_);
+        if (!b) return void(s.error = b.error());
+        (*b)->known_ns_ = &ns_fds_;  // read-only while the workers run
+        (*b)->run_dir_ = run_dir_;
+        (*b)->fresh_values_ = fresh_values_;
+        for (const Action* a : s.actions)
+          if (auto r = (*b)->apply(*a); !r) {
+            s.error = r.error();
+            break;
+          }
+        if (auto r = (*b)->go_home(); !r && !s.error) s.error = r.error();
+        s.backend = std::move(*b);
+      });
+  }
+  std::optional<Error> first;
+  for (Share& s : shares) {
+    if (s.error && !first) first = s.error;
+    if (!s.backend) continue;
+    for (auto& [ns, fd] : s.backend->ns_fds_) ns_fds_.insert_or_assign(ns, std::move(fd));
+    s.backend->ns_fds_.clear();
+    fresh_.merge(s.backend->fresh_);
+    fresh_values_.merge(s.backend->fresh_values_);
+  }
+  if (first) return *first;
+  return ok();
 }
 
 Result<void> KernelBackend::enter(const std::string& ns) {
@@ -104,6 +196,8 @@ Result<RtnlSocket*> KernelBackend::socket_in(const std::string& ns) {
 
 Result<int> KernelBackend::ns_fd(const std::string& ns) {
   if (auto it = ns_fds_.find(ns); it != ns_fds_.end()) return it->second.get();
+  if (known_ns_)
+    if (auto it = known_ns_->find(ns); it != known_ns_->end()) return it->second.get();
   auto fd = open_namespace(netns_dir_ + "/" + ns);
   if (!fd) return fd.error();
   int raw = fd->get();
@@ -133,9 +227,36 @@ Result<void> KernelBackend::create_namespace(const CreateNamespace& a) {
   return ok();
 }
 
+// The kernel keeps the /proc/sys/net/{core,ipv4,ipv6} dentries of every namespace that looked
+// them up under one parent, per procfs instance, and a lookup compares against all of them: in
+// /proc the N-th namespace's writes cost O(N) (here 2000 namespaces with two sysctls each:
+// 3.0 s against 0.9 s without; 4368, quadratically worse). A procfs instance of our own, in the
+// lab's tmpfs, for every 64 namespaces keeps that list short (1.1 s); `down` detaches them
+// with the tmpfs.
+Result<std::string> KernelBackend::sysctl_dir(const std::string& ns) {
+  if (run_dir_.empty()) return std::string("/proc/sys/");
+  if (ns != proc_ns_) {
+    proc_ns_ = ns;
+    if (proc_namespaces_++ % 64 == 0) {
+      static std::atomic<int> instances{0};
+      const std::string dir = run_dir_ + "/proc/" + std::to_string(instances++);
+      // Where procfs cannot be mounted (a confined container), /proc does the same, slower.
+      if (!make_dirs(dir) ||
+          ::mount("proc", dir.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+        run_dir_.clear();
+        return std::string("/proc/sys/");
+      }
+      proc_dir_ = dir;
+    }
+  }
+  return proc_dir_ + "/sys/";
+}
+
 Result<void> KernelBackend::set_sysctl(const SetSysctl& a) {
   FABEMU_TRY(enter(a.ns));  // /proc/sys/net shows the namespace of the thread that opens it
-  const std::string path = "/proc/sys/" + a.key;
+  auto dir = sysctl_dir(a.ns);
+  if (!dir) return dir.error();
+  const std::string path = *dir + a.key;
   // Every new namespace starts from the same values: read a key in the first one, and skip
   // writes that would not change it in the others (half of a big lab's sysctl work).
   if (fresh_.count(a.ns)) {
@@ -179,13 +300,7 @@ Result<void> KernelBackend::create_vxlan(const CreateVxlan& a) {
   if (!fd) return fd.error();
   // Made from home (this machine's namespace, whose underlay carries the tunnel), so that its
   // UDP socket lives there while the device goes to the node.
-  if (!cur_ns_.empty()) {
-    FABEMU_TRY(enter_namespace(home_net_.get(), CLONE_NEWNET, "home"));
-    cur_ns_.clear();
-    cur_sock_.reset();
-    cur_raw_.reset();
-    cur_ifindex_.clear();
-  }
+  FABEMU_TRY(go_home());
   const unsigned dev = ::if_nametoindex(a.underlay_dev.c_str());
   if (dev == 0) return errno_error("finding the underlay device " + a.underlay_dev);
   auto mac = a.mac ? std::optional(a.mac->bytes) : std::nullopt;
@@ -247,19 +362,16 @@ Result<void> KernelBackend::create_cgroup(const CreateCgroup& a) {
 }
 
 Result<void> KernelBackend::load_shaper(const LoadShaper& a) {
-  auto loaded = [&]() -> Result<void> {
-    FABEMU_TRY(ensure_bpffs(a.bpffs_root));
-    auto shaper = LinkShaper::load({a.pin_dir});
-    if (!shaper) return shaper.error();
-    if (!a.pfc_qdisc.empty()) FABEMU_TRY(shaper->register_pfc_qdisc(a.pfc_qdisc));
-    shaper_.emplace(std::move(*shaper));
+  auto loaded = shaper_loading_.valid() ? shaper_loading_.get() : load_link_model(a);
+  if (loaded) {
+    shaper_.emplace(std::move(*loaded));
     return ok();
-  }();
-  if (!loaded && !a.required) {
+  }
+  if (!a.required) {
     (void)remove_pin_dir(a.pin_dir);  // no half-made pin dir for `status` to trip on
     return ok();
   }
-  return loaded;
+  return loaded.error();
 }
 
 Result<void> KernelBackend::shape_port(const ShapePort& a) {

@@ -1,6 +1,7 @@
 // KernelBackend: applies plan actions to the running kernel (libnl, namespaces, files, cgroups).
 #pragma once
 
+#include <future>
 #include <map>
 #include <optional>
 #include <set>
@@ -19,7 +20,8 @@
 namespace fabemu {
 
 // Works on the calling thread: it moves the thread between the lab's namespaces while it
-// applies, and finish() (or the destructor) puts it back where it started.
+// applies, and finish() (or the destructor) puts it back where it started. A parallel range
+// is shared out by namespace to one worker backend per core, each on a thread of its own.
 class KernelBackend : public Backend {
  public:
   static Result<std::unique_ptr<KernelBackend>> create(std::string netns_dir = "/run/netns");
@@ -45,6 +47,8 @@ class KernelBackend : public Backend {
   Result<void> start_router(const StartRouter& a) override;
   Result<void> await_routes(const AwaitRoutes& a) override;
   Result<void> finish() override;
+  Result<void> apply_parallel(std::span<const Action> actions) override;
+  void start(const Plan& plan) override;
   Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>& journal) override;
   Result<void> remove(const JournalEntry& e) override;
@@ -56,6 +60,8 @@ class KernelBackend : public Backend {
   Result<NetlinkSocket*> raw_socket_in(const std::string& ns);
   Result<int> ifindex(const std::string& ns, const std::string& ifname);
   Result<int> ns_fd(const std::string& ns);
+  Result<void> go_home();  // this thread back in the namespaces it was created in
+  Result<std::string> sysctl_dir(const std::string& ns);  // ends in "/"
 
   std::string netns_dir_;
   UniqueFd home_net_, home_uts_;
@@ -65,11 +71,16 @@ class KernelBackend : public Backend {
   std::optional<NetlinkSocket> cur_raw_;
   std::map<std::string, int> cur_ifindex_;
   std::map<std::string, UniqueFd> ns_fds_;
+  const std::map<std::string, UniqueFd>* known_ns_ = nullptr;  // a worker's: its parent's
   std::optional<CgroupLayout> cgroups_;
   BackgroundQueue files_;                            // symlinks, made while the kernel works
   std::set<std::string> fresh_;                      // made here, no sysctl written yet
   std::map<std::string, std::string> fresh_values_;  // sysctl values of a new namespace
   std::optional<LinkShaper> shaper_;                 // loaded by LoadShaper
+  std::future<Result<LinkShaper>> shaper_loading_;   // started by start(), taken by LoadShaper
+  std::string run_dir_;                              // the lab's tmpfs (from start())
+  std::string proc_dir_, proc_ns_;                   // our procfs instance; the last ns seen
+  int proc_namespaces_ = 0;                          // namespaces written through it
   std::optional<OvsTools> ovs_;                      // found by StartOvs
   std::optional<FrrTools> frr_;                      // found by the first StartRouter
 };

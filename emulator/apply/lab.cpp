@@ -136,15 +136,30 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
       if (name == phase) return void(t += secs);
     out.phase_seconds.emplace_back(phase, secs);
   };
+  backend.start(out.plan);
+  auto parallel = out.plan.parallel.begin();
   for (size_t i = 0; i < total; ++i) {
     const Action& a = out.plan.actions[i];
     const char* p = phase_of(a);
+    while (parallel != out.plan.parallel.end() && parallel->end <= i) ++parallel;  // empty ones
+    // A parallel range goes in one call, timed as the phase of its first action with one.
+    const bool range = parallel != out.plan.parallel.end() && parallel->begin == i;
+    if (range)
+      for (size_t k = i; k < parallel->end && !p; ++k) p = phase_of(out.plan.actions[k]);
     if (p && p != phase) {
       end_phase();
       phase = p;
       if (options.progress) options.progress(p, i, total);
     } else if (options.progress && i % 256 == 0) {
       options.progress(phase, i, total);
+    }
+    if (range) {
+      const size_t end = parallel->end;
+      ++parallel;
+      auto r = backend.apply_parallel(std::span(out.plan.actions).subspan(i, end - i));
+      if (!r) return fail(r.error());
+      i = end - 1;
+      continue;
     }
     if (auto r = backend.apply(a); !r) return fail(r.error());
   }

@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <netlink/cache.h>
 #include <netlink/errno.h>
+#include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 namespace fabemu {
 namespace {
@@ -83,6 +85,11 @@ void RtnlSocket::Free::operator()(nl_sock* s) const {
 }
 
 Result<RtnlSocket> RtnlSocket::open() {
+  // libnl builds each request in one buffer of this size (default a page): a spine of a
+  // 256-leaf fabric routes another spine's loopback over 256 next hops (4.1 KB). Process-wide,
+  // so set once, before any thread builds a message.
+  static std::once_flag sized;
+  std::call_once(sized, [] { nlmsg_set_default_size(64 * 1024); });
   std::unique_ptr<nl_sock, Free> s(nl_socket_alloc());
   if (!s) return make_error("allocating netlink socket", ENOMEM);
   if (int err = nl_connect(s.get(), NETLINK_ROUTE); err < 0)

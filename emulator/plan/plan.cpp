@@ -26,8 +26,9 @@ void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Scen
   // skb TCP then retransmits spuriously and a 12 Gbit/s veth carries 0.25. RPS steers each flow
   // to one CPU. Per namespace, before its ports exist (kernels >= 6.3; older ones skip it).
   if (!options.rps_mask.empty()) set("net/core/rps_default_mask", options.rps_mask, true);
-  // IPv4-only fabric: no IPv6 link-local addresses, DAD or MLD chatter on every port.
-  set("net/ipv6/conf/all/disable_ipv6", "1", true);
+  // IPv4-only fabric: no IPv6 link-local addresses, DAD or MLD chatter on every port. The
+  // ports are made after this; only loopback (::1) predates it. ("all" would take the RTNL
+  // lock, which the other threads making namespaces hold often.)
   set("net/ipv6/conf/default/disable_ipv6", "1", true);
   // Multi-homed hosts (rail-optimized) receive on one NIC for an address of another.
   set("net/ipv4/conf/all/rp_filter", "0");
@@ -318,6 +319,8 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   // refuses nodes of that name), set up like a switch that does not forward itself.
   Node ovs_node{kOvsNamespaceNode, Role::Switch};
   if (ovs && local_switch) namespaced.push_back(&ovs_node);
+  // Each namespace with its sysctls and loopback: independent of the others.
+  ParallelRange namespaces{plan.actions.size()};
   for (const Node* np : namespaced) {
     const Node& n = *np;
     const std::string ns = paths.ns_name(n.name);
@@ -342,7 +345,10 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
         plan.actions.push_back(SetSysctl{paths.ns_name(t.nodes[h].name),
                                          "net/ipv4/tcp_limit_output_bytes", std::to_string(*tsq)});
   }
+  namespaces.end = plan.actions.size();
+  plan.parallel.push_back(namespaces);
 
+  ParallelRange links{plan.actions.size()};
   for (size_t i = 0; i < t.links.size(); ++i) {
     const Link& l = t.links[i];
     const int id = static_cast<int>(i);
@@ -374,7 +380,12 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     plan.actions.push_back(std::move(v));
     ++plan.veths;
   }
+  // A tunnel's UDP socket is made from this machine's namespace in between: in order.
+  links.end = plan.actions.size();
+  if (plan.tunnels == 0) plan.parallel.push_back(links);
 
+  // Each node's ports up, addresses and routes: in its own namespace.
+  ParallelRange addressing{plan.actions.size()};
   for (size_t id = 0; id < t.nodes.size(); ++id) {
     const Node& n = t.nodes[id];
     const int node = static_cast<int>(id);
@@ -400,6 +411,8 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
       ++plan.routes;
     }
   }
+  addressing.end = plan.actions.size();
+  plan.parallel.push_back(addressing);
 
   if (ovs && local_switch) {
     // Userspace OVS reads frames off packet sockets: both ends of every link to a switch send
@@ -513,6 +526,24 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
       }
   }
   return plan;
+}
+
+const std::string* namespace_of(const Action& action) {
+  return std::visit(
+      [](const auto& a) -> const std::string* {
+        using T = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<T, CreateNamespace> || std::is_same_v<T, SetSysctl> ||
+                      std::is_same_v<T, SetLinkUp> || std::is_same_v<T, AddAddress> ||
+                      std::is_same_v<T, AddRoute> || std::is_same_v<T, CreateVxlan> ||
+                      std::is_same_v<T, ShapePort> || std::is_same_v<T, CreateRxe> ||
+                      std::is_same_v<T, DisableOffloads> || std::is_same_v<T, StartOvs> ||
+                      std::is_same_v<T, ConfigureOvs> || std::is_same_v<T, StartRouter> ||
+                      std::is_same_v<T, AwaitRoutes>)
+          return &a.ns;
+        else
+          return nullptr;
+      },
+      action);
 }
 
 std::string describe(const Action& action) {

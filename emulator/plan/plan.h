@@ -217,6 +217,16 @@ using Action =
 
 std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 
+// The namespace an action works in, for applying a ParallelRange; nullptr for an action that
+// depends on no other action of its range (a veth between namespaces made before it, a file).
+const std::string* namespace_of(const Action& a);
+
+// Actions [begin, end) that several threads may apply at once: those of one namespace in plan
+// order, those of different namespaces (and those of none) in any order.
+struct ParallelRange {
+  size_t begin = 0, end = 0;
+};
+
 // What a lab leaves on the system, in creation order; `down` removes it in reverse.
 // Objects inside a namespace (veths, addresses, routes) go with the namespace and are not listed.
 struct JournalEntry {
@@ -234,6 +244,7 @@ struct Plan {
   int pool = 0;
   std::vector<JournalEntry> journal;  // written before the first action runs
   std::vector<Action> actions;
+  std::vector<ParallelRange> parallel;        // in order, disjoint
   int namespaces = 0, veths = 0, routes = 0;  // for progress and reports
   int tunnels = 0;                            // VXLAN ends of links to other machines
   int shaped_ports = 0;
