@@ -327,7 +327,8 @@ int cluster_down(const std::vector<std::string>& labs, const std::string& on,
   return code;
 }
 
-int cluster_status(const std::string& lab, bool json, const std::string& on, const LabPaths& base) {
+int cluster_status(const std::string& lab, bool json, const StatusView& view, const std::string& on,
+                   const LabPaths& base) {
   auto rec = record_of(lab);
   if (auto* code = std::get_if<int>(&rec)) return *code;
   const ClusterRecord& r = std::get<ClusterRecord>(rec);
@@ -345,10 +346,7 @@ int cluster_status(const std::string& lab, bool json, const std::string& on, con
     parts.push_back(std::move(asked.json[k]));
   }
   const Json merged = merge_status_json(parts);
-  if (json)
-    std::printf("%s\n", json_text(merged).c_str());
-  else
-    print_status_json(merged);
+  show_status(merged, json, view);
   return merged.value("state", "") == "up" ? kExitOk : kExitFailed;
 }
 

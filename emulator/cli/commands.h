@@ -84,7 +84,15 @@ int cmd_up(const UpArgs& args, const LabPaths& base);
 int cmd_perf(const PerfArgs& args, const LabPaths& base);
 int cmd_link_set(const LinkSetArgs& args, const LabPaths& base);
 int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base);
-int cmd_status(const std::string& lab, bool json, const LabPaths& base);
+// Which rows `status` shows: nodes and links by name or glob (a link's node, or a link "a:b"
+// either way round); none given: every row of a small lab, a summary by tier of a big one
+// unless `all`.
+struct StatusView {
+  std::vector<std::string> nodes, links;
+  bool all = false;
+  bool filtered() const { return !nodes.empty() || !links.empty(); }
+};
+int cmd_status(const std::string& lab, bool json, const StatusView& view, const LabPaths& base);
 // `json` (with `all`): the hosts' exit statuses and outputs as one JSON object on stdout.
 int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
              const std::vector<std::string>& argv, const LabPaths& base);
@@ -110,7 +118,8 @@ int cmd_in_vm(std::vector<std::string> args, const std::string& report_dir);
 int cluster_up(const UpArgs& args, const LabPaths& base);
 int cluster_run(const UpArgs& args, const RunArgs& run, const LabPaths& base);
 int cluster_down(const std::vector<std::string>& labs, const std::string& on, const LabPaths& base);
-int cluster_status(const std::string& lab, bool json, const std::string& on, const LabPaths& base);
+int cluster_status(const std::string& lab, bool json, const StatusView& view, const std::string& on,
+                   const LabPaths& base);
 int cluster_exec(const std::string& target, bool all, bool no_tag,
                  const std::vector<std::string>& argv, const std::string& on, const LabPaths& base);
 int cluster_link_set(const LinkSetArgs& args, const LabPaths& base);
@@ -118,6 +127,9 @@ int cluster_link_set(const LinkSetArgs& args, const LabPaths& base);
 // link end and direction from the machine that has it); rendered as `status` renders one.
 Json merge_status_json(const std::vector<Json>& parts);
 void print_status_json(const Json& status);
+// A status object (one machine's or merged) as `status` prints it: filtered by `view`, with
+// "summary" (by tier and link class) added; as JSON or as text.
+void show_status(Json status, bool json, const StatusView& view);
 // `fabemu agent ACTION ...`, what the launcher starts on each machine: agent_command.cpp.
 struct AgentArgs {
   std::string action;       // probe, up, reach, run

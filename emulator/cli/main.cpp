@@ -67,6 +67,14 @@ int main(int argc, char** argv) {
   auto* status_cmd = app.add_subcommand("status", "Nodes, links, addresses and counters of a lab");
   status_cmd->add_option("lab", status_lab, "Lab name (none: list labs)");
   status_cmd->add_flag("--json", status_json, "Machine-readable output");
+  cli::StatusView status_view;
+  status_cmd->add_option("--node", status_view.nodes,
+                         "Only this node and its links (a name or a glob: 'leaf1*'; repeatable)");
+  status_cmd->add_option("--link", status_view.links,
+                         "Only this link (a:b or a glob: 'leaf1:*'; repeatable)");
+  status_cmd->add_flag("--all", status_view.all,
+                       "Every node and link, also of a big lab (more than 64 of either: by "
+                       "default a summary by tier)");
   std::string status_on;
   status_cmd->add_option("--on", status_on, on_help);
 
@@ -252,8 +260,8 @@ int main(int argc, char** argv) {
                            : cli::cluster_down(down_labs, down_on, base);
   if (status_cmd->parsed())
     return status_on.empty() || status_lab.empty()
-               ? cli::cmd_status(status_lab, status_json, base)
-               : cli::cluster_status(status_lab, status_json, status_on, base);
+               ? cli::cmd_status(status_lab, status_json, status_view, base)
+               : cli::cluster_status(status_lab, status_json, status_view, status_on, base);
   // CLI11 keeps the "--" separator among the positionals.
   if (!exec_argv.empty() && exec_argv.front() == "--") exec_argv.erase(exec_argv.begin());
   if (exec_cmd->parsed())

@@ -1,6 +1,11 @@
 // `status`: a lab's state (runtime/lab_status) rendered as tables or as one JSON object.
+#include <fnmatch.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <set>
 
 #include "cli/commands.h"
 #include "runtime/lab_status.h"
@@ -157,6 +162,7 @@ Json status_json(const LabStatus& s) {
     const bool host = node.role == Role::Host;
     Json o = {{"name", node.name},
               {"role", host ? "host" : "switch"},
+              {"tier", node.tier},
               {"namespace", node_ns(m, s.paths, static_cast<int>(n))}};
     if (host)
       o.update({{"rank", node.rank}, {"address", m.addresses.host_address(t, n).str()}});
@@ -306,6 +312,167 @@ void print_links(const Json& j) {
   }
 }
 
+// A lab bigger than this (nodes or links) prints a summary unless rows are asked for.
+constexpr size_t kFullTable = 64;
+
+bool matches(const std::vector<std::string>& patterns, const std::string& name) {
+  for (const std::string& p : patterns)
+    if (::fnmatch(p.c_str(), name.c_str(), 0) == 0) return true;
+  return false;
+}
+
+// The nodes and links the view asks for; rdma devices of the hosts kept.
+Json filter_status(const Json& j, const StatusView& v) {
+  Json out = j;
+  std::set<std::string> nodes;
+  for (const Json& n : j["nodes"])
+    if (matches(v.nodes, n.value("name", ""))) nodes.insert(n.value("name", ""));
+  Json links = Json::array();
+  std::set<std::string> ends;
+  for (const Json& l : j["links"]) {
+    const std::string a = l["a"].value("node", ""), b = l["b"].value("node", "");
+    if (!nodes.count(a) && !nodes.count(b) && !matches(v.links, a + ":" + b) &&
+        !matches(v.links, b + ":" + a))
+      continue;
+    links.push_back(l);
+    ends.insert({a, b});
+  }
+  // A link asked for by name brings its ends' rows; a node asked for, only itself.
+  Json kept = Json::array();
+  for (const Json& n : j["nodes"])
+    if (nodes.count(n.value("name", "")) || (!v.links.empty() && ends.count(n.value("name", ""))))
+      kept.push_back(n);
+  out["nodes"] = kept;
+  out["links"] = links;
+  if (out["rdma"].contains("devices")) {
+    Json devices = Json::array();
+    for (const Json& d : j["rdma"]["devices"])
+      if (nodes.count(d.value("host", ""))) devices.push_back(d);
+    out["rdma"]["devices"] = devices;
+  }
+  out["filter"] = {{"nodes", v.nodes}, {"links", v.links}};
+  return out;
+}
+
+// A tier's name from its nodes' names: the letters before the first one's number ("leaf7" ->
+// "leaf"); the role where names have none in common.
+std::string tier_name(const std::vector<std::string>& names, const std::string& role) {
+  auto stem = [](const std::string& n) { return n.substr(0, n.find_first_of("0123456789")); };
+  const std::string s = names.empty() ? "" : stem(names.front());
+  for (const std::string& n : names)
+    if (stem(n) != s) return role;
+  return s.empty() ? role : s;
+}
+
+// By tier: nodes and how many are present; by link class: links up, shaped directions and the
+// counters summed; links down by name; the directions that dropped most.
+Json status_summary(const Json& j) {
+  std::map<std::pair<int, std::string>, std::vector<std::string>> tiers;  // (tier, role)
+  std::map<std::pair<int, std::string>, int> present;
+  for (const Json& n : j["nodes"]) {
+    const auto key = std::pair(-n.value("tier", 0), n.value("role", ""));
+    tiers[key].push_back(n.value("name", ""));
+    present[key] += n.value("present", false);
+  }
+  Json out_tiers = Json::array();
+  for (const auto& [key, names] : tiers)
+    out_tiers.push_back({{"tier", -key.first},
+                         {"name", tier_name(names, key.second)},
+                         {"role", key.second},
+                         {"nodes", names.size()},
+                         {"present", present[key]},
+                         {"first", names.front()},
+                         {"last", names.back()}});
+  std::map<std::string, Json> classes;
+  Json down = Json::array();
+  std::vector<std::pair<unsigned long long, std::string>> dropping;
+  for (const Json& l : j["links"]) {
+    Json& c = classes[l.value("class", "")];
+    if (c.is_null())
+      c = {{"class", l.value("class", "")}, {"links", 0},       {"up", 0},
+           {"shaped_directions", 0},        {"packets", 0ULL},  {"drops", 0ULL},
+           {"queue_drops", 0ULL},           {"ce_marks", 0ULL}, {"pause_ns", 0ULL}};
+    c["links"] = c["links"].get<int>() + 1;
+    const bool up = l["a"].value("up", false) && l["b"].value("up", false) &&
+                    !direction_down(l, "a_to_b") && !direction_down(l, "b_to_a");
+    c["up"] = c["up"].get<int>() + up;
+    if (!up) down.push_back(l.value("name", ""));
+    for (const auto& [dir, from] : {std::pair{"a_to_b", "a"}, std::pair{"b_to_a", "b"}}) {
+      const Json d = l.contains(dir) ? l[dir] : Json();
+      const bool shaped = d.is_object() && d.value("shaped", false);
+      const Json counters = d.is_object() ? d["counters"] : Json();
+      const unsigned long long drops =
+          num(counters, "drop_loss") + num(counters, "drop_down") + num(counters, "drop_watchdog");
+      auto add = [&](const char* key, unsigned long long v) {
+        c[key] = c[key].get<unsigned long long>() + v;
+      };
+      c["shaped_directions"] = c["shaped_directions"].get<int>() + shaped;
+      add("packets", shaped ? num(counters, "packets") : num(l[from], "tx_packets"));
+      add("drops", drops);
+      add("queue_drops", num(counters, "drop_queue"));
+      add("ce_marks", num(counters, "ce_marks"));
+      add("pause_ns", num(counters, "pause_ns"));
+      if (const unsigned long long all = drops + num(counters, "drop_queue"))
+        dropping.emplace_back(all, d.value("direction", l.value("name", "")));
+    }
+  }
+  std::sort(dropping.rbegin(), dropping.rend());
+  if (dropping.size() > 10) dropping.resize(10);
+  Json out_classes = Json::array();
+  for (auto& [name, c] : classes) out_classes.push_back(std::move(c));
+  Json top = Json::array();
+  for (const auto& [n, name] : dropping) top.push_back({{"direction", name}, {"drops", n}});
+  return {{"tiers", out_tiers},
+          {"link_classes", out_classes},
+          {"links_down", down},
+          {"most_drops", top}};
+}
+
+void print_summary(const Json& j) {
+  const Json& s = j["summary"];
+  std::printf("\n%-10s %-7s %7s %8s  %s\n", "TIER", "ROLE", "NODES", "PRESENT", "NAMES");
+  for (const Json& t : s["tiers"])
+    std::printf("%-10s %-7s %7d %8d  %s .. %s\n", t.value("name", "").c_str(),
+                t.value("role", "").c_str(), t.value("nodes", 0), t.value("present", 0),
+                t.value("first", "").c_str(), t.value("last", "").c_str());
+  std::printf("\n%-12s %7s %7s %7s %14s %10s %10s %10s %10s\n", "LINKS", "COUNT", "UP", "SHAPED",
+              "PACKETS", "DROPS", "QDROPS", "CE", "PAUSED");
+  for (const Json& c : s["link_classes"]) {
+    const unsigned long long pause = num(c, "pause_ns");
+    std::printf("%-12s %7d %7d %7d %14llu %10llu %10llu %10llu %10s\n",
+                c.value("class", "").c_str(), c.value("links", 0), c.value("up", 0),
+                c.value("shaped_directions", 0), num(c, "packets"), num(c, "drops"),
+                num(c, "queue_drops"), num(c, "ce_marks"),
+                pause ? format_time_short(pause).c_str() : "0");
+  }
+  const Json& down = s["links_down"];
+  if (!down.empty()) {
+    std::string list;
+    for (size_t i = 0; i < down.size() && i < 20; ++i)
+      list += (i ? ", " : "") + down[i].get<std::string>();
+    if (down.size() > 20) list += ", ... (" + std::to_string(down.size() - 20) + " more)";
+    std::printf("\nlinks DOWN: %zu: %s\n", down.size(), list.c_str());
+  }
+  if (!s["most_drops"].empty()) {
+    std::printf("\nmost drops:");
+    for (const Json& d : s["most_drops"])
+      std::printf(" %s %llu;", d.value("direction", "").c_str(), num(d, "drops"));
+    std::printf("\n");
+  }
+  const Json& r = j["rdma"];
+  if (r.value("mode", "off") == "rxe") {
+    size_t present = 0;
+    for (const Json& d : r["devices"]) present += d.value("present", false);
+    std::printf("\nrdma: soft-RoCE (rxe) on %zu of %zu hosts\n", present, r["devices"].size());
+  } else {
+    std::printf("\nrdma: off (%s)\n", r.value("reason", "").c_str());
+  }
+  std::printf(
+      "\n(a summary of %zu nodes and %zu links: --node NAME|GLOB and --link A:B|GLOB show their "
+      "rows, --all every row)\n",
+      j["nodes"].size(), j["links"].size());
+}
+
 // "0000:0000:0000:0000:0000:ffff:0a00:0001" -> "::ffff:10.0.0.1"; other GIDs as they are.
 std::string short_gid(const std::string& gid) {
   static const std::string kMapped = "0000:0000:0000:0000:0000:ffff:";
@@ -347,17 +514,29 @@ void print_rdma(const Json& j) {
 
 }  // namespace
 
-void print_status_json(const Json& j) {
+namespace {
+
+// The lab's line, machines, missing namespaces, link model, time scale and switches: the whole
+// lab's, from the summary when `status` added one (the rows may be filtered).
+void print_status_header(const Json& j) {
   int hosts = 0, switches = 0;
+  size_t links = j["links"].size();
   std::vector<std::string> missing;
   for (const Json& n : j["nodes"]) {
     ++(n.value("role", "") == "host" ? hosts : switches);
     if (!n.value("present", false)) missing.push_back(n.value("name", ""));
   }
+  if (j.contains("summary")) {
+    hosts = switches = 0;
+    for (const Json& t : j["summary"]["tiers"])
+      (t.value("role", "") == "host" ? hosts : switches) += t.value("nodes", 0);
+    links = 0;
+    for (const Json& c : j["summary"]["link_classes"]) links += c.value("links", 0);
+  }
   const bool across = j.contains("machines");
   std::printf("lab %s: %s; %d hosts, %d switches, %zu links; addresses %s; scenario %s\n",
-              j.value("lab", "").c_str(), j.value("state", "").c_str(), hosts, switches,
-              j["links"].size(), j.value("pool", "").c_str(), j.value("scenario", "").c_str());
+              j.value("lab", "").c_str(), j.value("state", "").c_str(), hosts, switches, links,
+              j.value("pool", "").c_str(), j.value("scenario", "").c_str());
   if (across) {
     std::string list;
     for (const Json& m : j["machines"]) list += (list.empty() ? "" : ", ") + m.get<std::string>();
@@ -381,6 +560,13 @@ void print_status_json(const Json& j) {
                     ? "kernel datapath"
                     : ("userspace datapath (" + sw.value("reason", "") + ")").c_str(),
                 sw.value("run_dir", "").c_str());
+}
+
+}  // namespace
+
+void print_status_json(const Json& j) {
+  print_status_header(j);
+  const bool across = j.contains("machines");
   if (across)
     std::printf("\n%-12s %-7s %-16s %-10s %s\n", "NODE", "ROLE", "ADDRESS", "MACHINE", "NAMESPACE");
   else
@@ -398,6 +584,26 @@ void print_status_json(const Json& j) {
   }
   print_links(j);
   print_rdma(j);
+}
+
+void show_status(Json j, bool json, const StatusView& view) {
+  j["summary"] = status_summary(j);  // of the whole lab, whatever rows are shown
+  const bool big = j["nodes"].size() > kFullTable || j["links"].size() > kFullTable;
+  if (view.filtered()) {
+    Json summary = std::move(j["summary"]);
+    j = filter_status(j, view);
+    j["summary"] = std::move(summary);
+  }
+  if (json) {
+    std::printf("%s\n", json_text(j).c_str());
+    return;
+  }
+  if (big && !view.filtered() && !view.all) {
+    print_status_header(j);
+    print_summary(j);
+    return;
+  }
+  print_status_json(j);
 }
 
 Json merge_status_json(const std::vector<Json>& parts) {
@@ -464,18 +670,14 @@ int list_labs_status(const LabPaths& base, bool json) {
 
 }  // namespace
 
-int cmd_status(const std::string& lab, bool json, const LabPaths& base) {
+int cmd_status(const std::string& lab, bool json, const StatusView& view, const LabPaths& base) {
   if (lab.empty()) return list_labs_status(base, json);
   if (!require_root("status")) return kExitNeedsRoot;
   LabPaths paths = base;
   paths.lab = lab;
   auto status = read_lab_status(paths);
   if (!status) return lab_error(status.error());
-  const Json j = status_json(*status);
-  if (json)
-    std::printf("%s\n", json_text(j).c_str());
-  else
-    print_status_json(j);
+  show_status(status_json(*status), json, view);
   return status->missing.empty() ? kExitOk : kExitFailed;
 }
 
