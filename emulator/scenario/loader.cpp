@@ -1,13 +1,16 @@
 // Loading a scenario: YAML text to a validated Scenario, section by section.
 #include "scenario/loader.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "scenario/link_shape_yaml.h"
 #include "scenario/topology_yaml.h"
@@ -289,6 +292,61 @@ std::string syntax_error(const std::string& text, const std::string& file,
          ": invalid YAML: " + e.msg;
 }
 
+// The mark of each document's root node, from the parser's events.
+class DocumentRoots : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> roots;
+
+  void OnDocumentStart(const YAML::Mark&) override { want_root_ = true; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    node(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    node(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    node(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& m) {
+    if (want_root_) roots.push_back(m);
+    want_root_ = false;
+  }
+  bool want_root_ = false;
+};
+
+// An error for a stream of more than one document, else nothing. Not YAML::LoadAll: yaml-cpp
+// 0.7 returns an empty document without consuming the token from a ',' where a node should
+// start (",", "- a\n,"), again and again (yaml-cpp #1040), and LoadAll collects them until
+// memory runs out. Such a document starts where the one before it did.
+std::optional<std::string> extra_document(const std::string& text, const std::string& file) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentRoots docs;
+  while (docs.roots.size() < 3 && parser.HandleNextDocument(docs)) continue;
+  auto at = [&](const YAML::Mark& m) {
+    return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+  };
+  const auto& r = docs.roots;
+  for (size_t i = 1; i < r.size(); ++i) {
+    if (r[i].pos == r[i - 1].pos) {
+      const char c = r[i].pos >= 0 && size_t(r[i].pos) < text.size() ? text[r[i].pos] : ' ';
+      return at(r[i]) + ": invalid YAML: unexpected '" + std::string(1, c) + "'";
+    }
+  }
+  if (r.size() > 1) return at(r[1]) + ": a second YAML document; a scenario file holds one";
+  return std::nullopt;
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -302,21 +360,15 @@ Result<Scenario> load_scenario_string(const std::string& text, const std::string
                       std::to_string(nul - line_start + 1) +
                       ": binary data (a NUL byte); a scenario is a YAML text file");
   }
-  std::vector<YAML::Node> docs;
+  YAML::Node doc;
   try {
-    docs = YAML::LoadAll(text);
+    if (auto extra = detail::extra_document(text, file_label)) return make_error(*extra);
+    doc = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     return make_error(detail::syntax_error(text, file_label, e));
   }
   try {
-    if (docs.size() > 1) {
-      YAML::Mark m = docs[1].Mark();
-      return make_error(file_label + ":" + std::to_string(m.line + 1) + ":" +
-                        std::to_string(m.column + 1) +
-                        ": a second YAML document; a scenario file holds one");
-    }
-    Scenario s = detail::read_scenario(
-        detail::Field::root(docs.empty() ? YAML::Node() : docs[0], file_label));
+    Scenario s = detail::read_scenario(detail::Field::root(doc, file_label));
     s.file = file_label;
     return s;
   } catch (const detail::ScenarioError& e) {

@@ -284,6 +284,13 @@ TEST(Loader, SecondDocumentIsAnError) {
   EXPECT_NE(e.find("test.yaml:4:1: a second YAML document"), std::string::npos) << e;
 }
 
+// Found by the fuzzer (tests/fuzz/corpus/scenario/stray-comma-*): yaml-cpp 0.7's LoadAll
+// returned empty documents for ever at a stray ','.
+TEST(Loader, AStrayCommaIsAnErrorNotAnEndlessListOfDocuments) {
+  std::string e = load_error(",\n");
+  EXPECT_NE(e.find("test.yaml:1:1: invalid YAML: unexpected ','"), std::string::npos) << e;
+}
+
 TEST(Loader, MissingFileNamesThePath) {
   auto r = load_scenario_file("/nonexistent/dir/x.yaml");
   ASSERT_FALSE(r);
