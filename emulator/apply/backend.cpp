@@ -21,6 +21,8 @@ Result<void> Backend::apply(const Action& action) {
           return add_address(a);
         else if constexpr (std::is_same_v<T, AddRoute>)
           return add_route(a);
+        else if constexpr (std::is_same_v<T, AddNeighbour>)
+          return add_neighbour(a);
         else if constexpr (std::is_same_v<T, MakeDir>)
           return make_dir(a);
         else if constexpr (std::is_same_v<T, MakeSymlink>)

@@ -20,6 +20,7 @@ class Backend {
   virtual Result<void> create_vxlan(const CreateVxlan& a) = 0;
   virtual Result<void> add_address(const AddAddress& a) = 0;
   virtual Result<void> add_route(const AddRoute& a) = 0;
+  virtual Result<void> add_neighbour(const AddNeighbour& a) = 0;
   virtual Result<void> make_dir(const MakeDir& a) = 0;
   virtual Result<void> make_symlink(const MakeSymlink& a) = 0;  // may complete in finish()
   virtual Result<void> write_file(const WriteFile& a) = 0;

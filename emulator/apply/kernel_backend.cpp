@@ -337,6 +337,14 @@ Result<void> KernelBackend::add_route(const AddRoute& a) {
   return (*sock)->add_route(a.dst, hops, a.src, a.dst.str() + " in " + a.ns, a.rto_min_ms);
 }
 
+Result<void> KernelBackend::add_neighbour(const AddNeighbour& a) {
+  auto idx = ifindex(a.ns, a.ifname);
+  if (!idx) return idx.error();
+  auto sock = socket_in(a.ns);
+  if (!sock) return sock.error();
+  return (*sock)->add_neighbour(*idx, a.addr, a.mac.bytes, a.ifname + " in " + a.ns);
+}
+
 Result<void> KernelBackend::make_dir(const MakeDir& a) {
   return make_dirs(a.path);
 }

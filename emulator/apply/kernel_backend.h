@@ -34,6 +34,7 @@ class KernelBackend : public Backend {
   Result<void> create_vxlan(const CreateVxlan& a) override;
   Result<void> add_address(const AddAddress& a) override;
   Result<void> add_route(const AddRoute& a) override;
+  Result<void> add_neighbour(const AddNeighbour& a) override;
   Result<void> make_dir(const MakeDir& a) override;
   Result<void> make_symlink(const MakeSymlink& a) override;
   Result<void> write_file(const WriteFile& a) override;

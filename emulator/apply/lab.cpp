@@ -28,7 +28,9 @@ Result<int> free_pool(const LabPaths& paths) {
 const char* phase_of(const Action& a) {
   if (std::holds_alternative<CreateNamespace>(a)) return "namespaces";
   if (std::holds_alternative<CreateVeth>(a)) return "links";
-  if (std::holds_alternative<AddAddress>(a) || std::holds_alternative<AddRoute>(a)) return "routes";
+  if (std::holds_alternative<AddAddress>(a) || std::holds_alternative<AddRoute>(a) ||
+      std::holds_alternative<AddNeighbour>(a))
+    return "routes";
   if (std::holds_alternative<MakeDir>(a) || std::holds_alternative<WriteFile>(a)) return "files";
   if (std::holds_alternative<CreateCgroup>(a)) return "cgroups";
   if (std::holds_alternative<CreateRxe>(a)) return "rdma";

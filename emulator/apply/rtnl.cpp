@@ -11,6 +11,7 @@
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <netlink/route/neighbour.h>
 #include <netlink/route/route.h>
 #include <netlink/route/rule.h>
 
@@ -116,6 +117,22 @@ Result<void> RtnlSocket::add_address(int ifindex, Prefix p, const std::string& w
   rtnl_addr_set_local(addr.get(), local.get());
   if (int err = rtnl_addr_add(sock_.get(), addr.get(), NLM_F_EXCL); err < 0)
     return nl_error(err, "adding address " + p.str() + " to " + what);
+  return ok();
+}
+
+Result<void> RtnlSocket::add_neighbour(int ifindex, Ipv4 ip, const std::array<uint8_t, 6>& mac,
+                                       const std::string& what) {
+  std::unique_ptr<rtnl_neigh, Deleter<rtnl_neigh, rtnl_neigh_put>> n(rtnl_neigh_alloc());
+  NlAddrPtr dst = to_nl(Prefix{ip, 32});
+  NlAddrPtr ll(nl_addr_build(AF_LLC, mac.data(), mac.size()));
+  if (!n || !dst || !ll) return make_error("allocating neighbour", ENOMEM);
+  rtnl_neigh_set_ifindex(n.get(), ifindex);
+  rtnl_neigh_set_family(n.get(), AF_INET);
+  rtnl_neigh_set_dst(n.get(), dst.get());
+  rtnl_neigh_set_lladdr(n.get(), ll.get());
+  rtnl_neigh_set_state(n.get(), NUD_PERMANENT);
+  if (int err = rtnl_neigh_add(sock_.get(), n.get(), NLM_F_CREATE | NLM_F_REPLACE); err < 0)
+    return nl_error(err, "adding neighbour " + ip.str() + " on " + what);
   return ok();
 }
 

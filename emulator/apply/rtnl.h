@@ -1,6 +1,7 @@
 // RtnlSocket: an rtnetlink socket (libnl) bound to the network namespace it was opened in.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,9 @@ class RtnlSocket {
 
   Result<void> set_up(int ifindex, const std::string& what);
   Result<void> add_address(int ifindex, Prefix addr, const std::string& what);
+  // A permanent ARP entry (not counted against the kernel's gc thresholds).
+  Result<void> add_neighbour(int ifindex, Ipv4 addr, const std::array<uint8_t, 6>& mac,
+                             const std::string& what);
   struct Hop {
     Ipv4 gateway;
     int ifindex;

@@ -34,7 +34,8 @@ struct UpArgs {
   std::string lab;  // default: the scenario's name
   bool dry_run = false;
   bool quiet = false;
-  bool timings = false;  // print where the time went, per phase
+  bool timings = false;      // print where the time went, per phase
+  bool netns_names = false;  // `ip netns` names whatever the size (PlanOptions::netns_names)
   // Without fq the link model polices (rate, loss, ECN) but adds no delay or jitter; a
   // scenario that asks for them is refused unless the user accepts that.
   bool accept_degraded = false;

@@ -172,6 +172,11 @@ std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
     return errno_of(options.error()) == EOPNOTSUPP ? kExitUnsupported : kExitFailed;
   }
   p.plan = std::move(*options);
+  p.plan.netns_names =
+      args.netns_names || p.model.topo.nodes.size() <= static_cast<size_t>(kNetnsNamesUpTo);
+  // The kernel's one ARP table's limit (init_net's is the table's).
+  if (auto text = read_file("/proc/sys/net/ipv4/neigh/default/gc_thresh3"))
+    p.plan.neighbour_limit = std::atoi(text->c_str());
   probe.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
   auto scale = choose_time_scale(p.model, args.time_scale, caps);
   if (!scale) {

@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
     cmd->add_option("--on", a.on,
                     "slurm: spread the lab over the machines of this Slurm allocation (one "
                     "fabemu agent per machine, cut links as VXLAN tunnels; docs/cluster.md)");
+    cmd->add_flag("--netns-names", a.netns_names,
+                  "Give `ip netns` a name for every node (/run/netns/fabemu-LAB-NODE), also in "
+                  "a lab of more than 128 namespaces (fabemu exec never needs them)");
   };
   // The same for the commands that reach a running lab.
   const std::string on_help = "slurm: the lab was spread over the machines of a Slurm allocation";

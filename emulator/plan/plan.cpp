@@ -126,7 +126,7 @@ std::string node_ns(const LabModel& m, const LabPaths& paths, int node) {
 }
 
 std::string node_netns_path(const LabModel& m, const LabPaths& paths, int node) {
-  return paths.netns_path(namespace_owner(m, node));
+  return paths.netns_pin(namespace_owner(m, node));
 }
 
 ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_a,
@@ -274,6 +274,10 @@ Result<OvsChoice> parse_ovs_choice(const std::string& text, const std::string& p
   return OvsChoice{r.word == "kernel", r.reason};
 }
 
+bool static_neighbours(size_t ports, int limit) {
+  return limit > 0 && ports > static_cast<size_t>(limit) / 2;
+}
+
 std::vector<std::string> needs_fq(const LabModel& m) {
   std::vector<std::string> out;
   const Topology& t = m.topo;
@@ -299,7 +303,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   // The run dir (journal, scenario copy, pins, /etc overlay, per-host /tmp) goes last.
   plan.journal.push_back({K::Mount, paths.run_dir()});
   plan.actions.push_back(MakeDir{paths.run_dir() + "/ns"});
-  plan.actions.push_back(MakeDir{paths.netns_dir});
+  if (options.netns_names) plan.actions.push_back(MakeDir{paths.netns_dir});
   plan.actions.push_back(MakeDir{paths.uts_dir()});
   plan.actions.push_back(MakeDir{paths.tmp_dir()});
   plan.actions.push_back(MakeDir{paths.shared_dir()});
@@ -327,15 +331,25 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     const bool host = n.role == Role::Host;
     plan.journal.push_back({K::Netns, paths.netns_pin(n.name)});
     if (host) plan.journal.push_back({K::Uts, paths.uts_path(n.name)});
-    plan.journal.push_back({K::Path, paths.netns_path(n.name)});
-    plan.journal.push_back({K::Path, paths.etc_link(n.name)});
+    if (options.netns_names) {
+      plan.journal.push_back({K::Path, paths.netns_path(n.name)});
+      plan.journal.push_back({K::Path, paths.etc_link(n.name)});
+    }
     plan.actions.push_back(
         CreateNamespace{ns, paths.netns_pin(n.name), host ? paths.uts_path(n.name) : "", n.name});
-    plan.actions.push_back(MakeSymlink{paths.netns_pin(n.name), paths.netns_path(n.name)});
+    if (options.netns_names)
+      plan.actions.push_back(MakeSymlink{paths.netns_pin(n.name), paths.netns_path(n.name)});
     add_sysctls(plan, ns, n, m.scenario, options, /*forwards=*/!(ovs && &n == &ovs_node));
     plan.actions.push_back(SetLinkUp{ns, "lo"});
     ++plan.namespaces;
   }
+
+  // Ports with fixed MACs and their peers as permanent neighbours: a big lab would overflow the
+  // kernel's one ARP table (OVS switches have fixed MACs anyway and answer ARP in flows).
+  size_t ports = 0;
+  for (const Link& l : t.links) ports += local(l.a.node) + local(l.b.node);
+  const bool neighbours = !ovs && static_neighbours(ports, options.neighbour_limit);
+  const bool fixed_macs = ovs || neighbours;
 
   const bool shaped = any_shape(t);
   if (shaped) {
@@ -363,7 +377,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
                       part.underlay[part.index], part.underlay[part.placement.machine_of[peer]],
                       part.underlay_dev,         m.scenario.fabric.mtu,
                       shaped ? 1u : 0u};
-        if (ovs) x.mac = port_mac(pool, id, b_side);
+        if (fixed_macs) x.mac = port_mac(pool, id, b_side);
         plan.actions.push_back(std::move(x));
         ++plan.tunnels;
       }
@@ -373,7 +387,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
                  node_ns(m, paths, l.b.node), l.b.ifname,
                  m.scenario.fabric.mtu,       port_ifindex(id, false),
                  port_ifindex(id, true),      shaped ? 1u : 0u};
-    if (ovs) {
+    if (fixed_macs) {
       v.mac_a = port_mac(pool, id, false);
       v.mac_b = port_mac(pool, id, true);
     }
@@ -395,9 +409,15 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
       if (t.links[l].b.node == node && local(t.links[l].a.node))
         plan.actions.push_back(SetLinkUp{ns, t.links[l].b.ifname});
     if (ovs && n.role == Role::Switch) continue;  // OpenFlow routes, ARP answered by flows
-    for (int l : t.links_of(node))
+    for (int l : t.links_of(node)) {
       plan.actions.push_back(AddAddress{ns, t.links[l].end(node).ifname,
                                         Prefix{m.addresses.address_of(t, l, node), 31}});
+      if (!neighbours) continue;
+      const int peer = t.links[l].a.node == node ? t.links[l].b.node : t.links[l].a.node;
+      plan.actions.push_back(AddNeighbour{ns, t.links[l].end(node).ifname,
+                                          m.addresses.address_of(t, l, peer),
+                                          port_mac(pool, l, t.links[l].b.node == peer)});
+    }
     if (m.addresses.loopback[id])
       plan.actions.push_back(AddAddress{ns, "lo", Prefix{*m.addresses.loopback[id], 32}});
     const BgpRouter* bgp = bgp_router(m, node);
@@ -476,9 +496,10 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   // /etc/netns/NS), and a /tmp per host.
   plan.actions.push_back(
       WriteFile{paths.etc_dir() + "/hosts", hosts_file(t, m.addresses, paths.lab)});
-  plan.actions.push_back(MakeDir{paths.etc_netns_dir});
+  if (options.netns_names) plan.actions.push_back(MakeDir{paths.etc_netns_dir});
   for (const Node* n : namespaced) {
-    plan.actions.push_back(MakeSymlink{paths.etc_dir(), paths.etc_link(n->name)});
+    if (options.netns_names)
+      plan.actions.push_back(MakeSymlink{paths.etc_dir(), paths.etc_link(n->name)});
     if (n->role == Role::Host) plan.actions.push_back(MakeDir{paths.host_tmp(n->name)});
   }
 
@@ -534,11 +555,11 @@ const std::string* namespace_of(const Action& action) {
         using T = std::decay_t<decltype(a)>;
         if constexpr (std::is_same_v<T, CreateNamespace> || std::is_same_v<T, SetSysctl> ||
                       std::is_same_v<T, SetLinkUp> || std::is_same_v<T, AddAddress> ||
-                      std::is_same_v<T, AddRoute> || std::is_same_v<T, CreateVxlan> ||
-                      std::is_same_v<T, ShapePort> || std::is_same_v<T, CreateRxe> ||
-                      std::is_same_v<T, DisableOffloads> || std::is_same_v<T, StartOvs> ||
-                      std::is_same_v<T, ConfigureOvs> || std::is_same_v<T, StartRouter> ||
-                      std::is_same_v<T, AwaitRoutes>)
+                      std::is_same_v<T, AddNeighbour> || std::is_same_v<T, AddRoute> ||
+                      std::is_same_v<T, CreateVxlan> || std::is_same_v<T, ShapePort> ||
+                      std::is_same_v<T, CreateRxe> || std::is_same_v<T, DisableOffloads> ||
+                      std::is_same_v<T, StartOvs> || std::is_same_v<T, ConfigureOvs> ||
+                      std::is_same_v<T, StartRouter> || std::is_same_v<T, AwaitRoutes>)
           return &a.ns;
         else
           return nullptr;
@@ -563,6 +584,10 @@ std::string describe(const Action& action) {
     }
     std::string operator()(const AddAddress& a) const {
       return "add address " + a.addr.str() + " to " + a.ifname + " in " + a.ns;
+    }
+    std::string operator()(const AddNeighbour& a) const {
+      return "add neighbour " + a.addr.str() + " at " + a.mac.str() + " on " + a.ifname + " in " +
+             a.ns;
     }
     std::string operator()(const CreateVxlan& a) const {
       return "create vxlan " + a.ifname + " in " + a.ns + " vni " + std::to_string(a.vni) + " " +

@@ -139,6 +139,13 @@ struct ShapePort {
   FabricSpec::Lossless lossless;
 };
 
+// A permanent ARP entry: the peer of a /31 port, at the MAC the plan gave it.
+struct AddNeighbour {
+  std::string ns, ifname;
+  Ipv4 addr;
+  Mac mac;
+};
+
 struct AddAddress {
   std::string ns, ifname;
   Prefix addr;  // address with its prefix length
@@ -210,10 +217,10 @@ struct AwaitRoutes {
   std::chrono::milliseconds timeout{60000};
 };
 
-using Action =
-    std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, CreateVxlan, AddAddress,
-                 AddRoute, WriteFile, MakeDir, MakeSymlink, CreateCgroup, LoadShaper, ShapePort,
-                 CreateRxe, DisableOffloads, StartOvs, ConfigureOvs, StartRouter, AwaitRoutes>;
+using Action = std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, CreateVxlan,
+                            AddAddress, AddRoute, WriteFile, MakeDir, MakeSymlink, CreateCgroup,
+                            LoadShaper, ShapePort, CreateRxe, DisableOffloads, StartOvs,
+                            ConfigureOvs, StartRouter, AwaitRoutes, AddNeighbour>;
 
 std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 
@@ -275,7 +282,20 @@ struct PlanOptions {
   std::string rps_mask;
   RdmaChoice rdma;  // soft-RoCE on the hosts, as `up` decided
   OvsChoice ovs;    // with fabric.switch: ovs
+  // The kernel's ARP table is one for every namespace, and holds at most this many entries it
+  // may collect (net.ipv4.neigh.default.gc_thresh3; permanent ones do not count). A lab whose
+  // ports could need more than half of it gets fixed MACs and a permanent entry for each
+  // port's peer. 0: unknown, never.
+  int neighbour_limit = 0;
+  // /run/netns/NS and /etc/netns/NS for `ip netns` (fabemu itself uses the pins in the lab's
+  // tmpfs). Off by default above kNetnsNamesUpTo namespaces: on a disk-backed /run or /etc
+  // each costs an inode (0.3-0.45 ms here, more while the last lab's are recently deleted).
+  bool netns_names = true;
 };
+inline constexpr int kNetnsNamesUpTo = 128;
+
+// Whether a lab of `ports` routed ports gets permanent neighbours under `limit` (above).
+bool static_neighbours(size_t ports, int limit);
 
 // Linux's TCP_RTO_MIN, and the longest RTO it ever waits (TCP_RTO_MAX), in ms.
 inline constexpr uint64_t kLinuxRtoMinNs = 200'000'000;

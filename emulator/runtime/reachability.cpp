@@ -16,6 +16,7 @@
 #include <mutex>
 #include <thread>
 
+#include "plan/plan.h"
 #include "util/netns.h"
 
 namespace fabemu {
@@ -131,8 +132,7 @@ Result<ReachabilityReport> check_reachability(const LabModel& m, const LabPaths&
       // A lab across machines: each machine pings from its own hosts, to every host.
       if (!local_node(m, hosts[i])) continue;
       threads.emplace_back([&, i] {
-        auto r = ping_from(paths.netns_path(m.topo.nodes[hosts[i]].name), dsts[i], timeout_ms,
-                           per_host[i]);
+        auto r = ping_from(node_netns_path(m, paths, hosts[i]), dsts[i], timeout_ms, per_host[i]);
         if (!r) {
           std::lock_guard<std::mutex> lock(mu);
           if (!first_error) first_error = r.error();

@@ -122,6 +122,14 @@ FakeBackend FakeBackend::join(const std::vector<FakeBackend>& machines) {
   return all;
 }
 
+Result<void> FakeBackend::add_neighbour(const AddNeighbour& a) {
+  FABEMU_TRY(step(describe(a)));
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  if (!(*ns)->ifaces.count(a.ifname)) return make_error("link " + a.ifname + " in " + a.ns, ENODEV);
+  return ok();
+}
+
 Result<void> FakeBackend::add_address(const AddAddress& a) {
   FABEMU_TRY(step(describe(a)));
   auto ns = find_ns(a.ns);

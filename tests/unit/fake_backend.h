@@ -47,6 +47,7 @@ class FakeBackend : public Backend {
   Result<void> create_veth(const CreateVeth& a) override;
   Result<void> create_vxlan(const CreateVxlan& a) override;
   Result<void> add_address(const AddAddress& a) override;
+  Result<void> add_neighbour(const AddNeighbour& a) override;
   Result<void> add_route(const AddRoute& a) override;
   Result<void> make_dir(const MakeDir& a) override;
   Result<void> make_symlink(const MakeSymlink& a) override;
