@@ -83,6 +83,12 @@ def mem_delta(before, after):
     return d
 
 
+def pins(lab):
+    """The namespaces of a lab as fabemu pins them (its tmpfs; /run/netns names only for small
+    labs)."""
+    return len(list((RUN_ROOT / lab / "ns").glob("*")))
+
+
 def bench_objects(pid=r"\d+"):
     """Journals (/run/fabemu/LAB) and namespaces (fabemu-LAB-NODE) of bench labs."""
     labs = [p.name for p in RUN_ROOT.glob("b*") if re.fullmatch(rf"b{pid}-\d+", p.name)]
@@ -116,7 +122,7 @@ def cycle(fabemu, scenario, up_flags, measure_memory=False):
             raise BenchError(f"cannot parse fabemu up output:\n{tail(p.stdout)}")
         run.update(up_self=float(m.group(1)), hosts=int(m.group(2)), switches=int(m.group(3)),
                    links=int(m.group(4)), routes=int(m.group(5) or 0),
-                   netns=len(list(NETNS_DIR.glob(f"fabemu-{lab}-*"))),
+                   netns=pins(lab),
                    phases={k: float(v) for k, v in PHASE_LINE.findall(p.stdout)})
         if measure_memory:  # fabemu has exited: all that is left is what the kernel holds
             run["memory_kb"] = mem_delta(mem_before, meminfo())
@@ -154,6 +160,86 @@ def empty_netns_cost(n):
     for fd in fds:
         os.close(fd)
     return len(fds), mem_delta(before, after)
+
+
+def floor_times(namespaces, veths, emit):
+    """What the kernel alone takes for the same objects, with the least user space around it:
+    `namespaces` network namespaces unshared by one thread (kept by an fd each), and `veths`
+    veth pairs made by one `ip -batch` inside one scratch namespace (never the machine's)."""
+    fds = []
+
+    def make():
+        libc = ctypes.CDLL(None, use_errno=True)
+        while len(fds) < namespaces and libc.unshare(CLONE_NEWNET) == 0:
+            fds.append(os.open("/proc/thread-self/ns/net", os.O_RDONLY))
+
+    t0 = time.perf_counter()
+    worker = threading.Thread(target=make)
+    worker.start()
+    worker.join()
+    ns_s = time.perf_counter() - t0
+    for fd in fds:
+        os.close(fd)
+    scratch = f"fabemu-floor-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", scratch], check=True)
+    try:
+        batch = "".join(f"link add f{i}a type veth peer name f{i}b\n" for i in range(veths))
+        t0 = time.perf_counter()
+        subprocess.run(["ip", "-n", scratch, "-batch", "-"], input=batch, text=True, check=True)
+        veth_s = time.perf_counter() - t0
+    finally:
+        subprocess.run(["ip", "netns", "del", scratch], check=True)
+    print(f"floor: {len(fds)} empty network namespaces by one thread {ns_s:.2f} s; {veths} veth "
+          f"pairs by one `ip -batch` in one namespace {veth_s:.2f} s")
+    emit({"bench": "floor", "namespaces": len(fds), "namespaces_s": ns_s, "veths": veths,
+          "veths_s": veth_s})
+
+
+def back_to_back(fabemu, scenario, cycles, emit):
+    """`up` then `down` of the same fabric, again and again without a pause: does a lab come
+    up as fast while the kernel is still freeing the last one?"""
+    totals = []
+    for _ in range(cycles):
+        r = cycle(fabemu, scenario, [])
+        totals.append(r["total_wall"])
+    first = totals[0]
+    print(f"\n{MEM_FABRIC}, {cycles} cycles back to back: up+down "
+          + ", ".join(f"{t:.2f}" for t in totals) + " s; worst "
+          + f"{max(totals) / first:.2f}x the first")
+    emit({"bench": "back_to_back", "fabric": MEM_FABRIC, "totals": totals})
+
+
+def big_fabrics(fabemu, tmp, emit):
+    """4096-host leaf-spine and fat-tree k=16, once each: up, down, kernel memory per host,
+    and the time of `status` (a summary by tier) and `status --json` (every row)."""
+    for label, topology in (("leaf-spine 4096", "{kind: leaf-spine, leaves: 256, spines: 16, "
+                             "hosts_per_leaf: 16}"), ("fat-tree k=16", "{kind: fat-tree, k: 16}")):
+        path = tmp / (re.sub(r"[^a-z0-9]+", "-", label) + ".yaml")
+        path.write_text(f"name: bench\nseed: 1\ntopology: {topology}\nrdma: {{enabled: off}}\n"
+                        "fabric: {switch: router, ecmp_hash: l4, mtu: 1500}\n")
+        lab = f"b{os.getpid()}-{next(LAB_IDS)}"
+        before = meminfo(2)
+        try:
+            up_s, p = timed([fabemu, "up", str(path), "--lab", lab, "-q", "--timings"], 900)
+            if p.returncode != 0:
+                raise BenchError(f"fabemu up {lab} exited {p.returncode}:\n{tail(p.stderr)}")
+            m = UP_LINE.search(p.stdout)
+            hosts = int(m.group(2)) if m else 0
+            mem = mem_delta(before, meminfo(2))
+            status_s, _ = timed([fabemu, "status", lab])
+            json_s, pj = timed([fabemu, "status", lab, "--json"])
+            phases = {k: float(v) for k, v in PHASE_LINE.findall(p.stdout)}
+        finally:
+            down_s, _ = timed([fabemu, "down", lab], 900)
+        print(f"{label}: {m.group(0) if m else '?'}; up {up_s:.1f} s ("
+              + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()) + f"), down {down_s:.2f} s"
+              f", {mem['kernel'] / max(hosts, 1):.0f} KiB of kernel memory per host, status "
+              f"{status_s:.2f} s, status --json {json_s:.2f} s ({len(pj.stdout) // 1024} KiB)",
+              flush=True)
+        emit({"bench": "big", "fabric": label, "up_s": up_s, "down_s": down_s, "phases": phases,
+              "kernel_kb": mem["kernel"], "hosts": hosts, "status_s": status_s,
+              "status_json_s": json_s})
+        time.sleep(5)  # the kernel frees thousands of namespaces after `down`
 
 
 def compare_mininet(runs, fabemu_total, emit):
@@ -251,6 +337,8 @@ def main():
     ap.add_argument("--no-mininet", action="store_true")
     ap.add_argument("--mininet-runs", type=int, help="default min(--runs, 3): 0.5-3 min each")
     ap.add_argument("--json", type=Path, help="also write JSON lines here")
+    ap.add_argument("--big", action="store_true",
+                    help="also 4096-host leaf-spine and fat-tree k=16 (a minute or two)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("fabric_build.py needs root (sudo /usr/bin/python3 bench/fabric_build.py)")
@@ -276,7 +364,12 @@ def main():
               "commit": commit, "loadavg": load, "runs": args.runs})
         preflight(fabemu)
         rows, mem_runs = measure_fabrics(fabemu, Path(tmp), args.runs, emit)
+        floor_times(MEM_HOSTS + 72, 1024, emit)
+        back_to_back(fabemu, Path(tmp) / "leaf-spine-512.yaml", 5, emit)
         report_memory(mem_runs, emit)
+        if args.big:
+            print()
+            big_fabrics(fabemu, Path(tmp), emit)
         if args.no_mininet:
             print("\nmininet: skipped (--no-mininet)")
         else:
