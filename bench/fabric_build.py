@@ -364,9 +364,11 @@ def main():
               "commit": commit, "loadavg": load, "runs": args.runs})
         preflight(fabemu)
         rows, mem_runs = measure_fabrics(fabemu, Path(tmp), args.runs, emit)
+        report_memory(mem_runs, emit)  # before anything else leaves namespaces to free
+        time.sleep(2)
         floor_times(MEM_HOSTS + 72, 1024, emit)
+        time.sleep(2)
         back_to_back(fabemu, Path(tmp) / "leaf-spine-512.yaml", 5, emit)
-        report_memory(mem_runs, emit)
         if args.big:
             print()
             big_fabrics(fabemu, Path(tmp), emit)

@@ -13,6 +13,10 @@ namespace fabemu {
 
 std::string xml_escape(const std::string& s);
 
+namespace svg_detail {
+std::string num(double v);  // a coordinate as the pictures write it: "%.1f"
+}  // namespace svg_detail
+
 struct ChartSpec {
   std::string id, title, x_title, y_title;
   struct Series {
