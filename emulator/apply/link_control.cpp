@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "apply/port_shaping.h"
+#include "shaping/bpffs.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
 #include "util/netns.h"
@@ -22,14 +23,19 @@ Result<PlanOptions> read_mode(const LabPaths& paths) {
   return parse_shaping_mode(*text, paths.shaping_file());
 }
 
-// The lab's maps, reused from their pins; an error that says so when the lab has none.
+// The lab's maps, reused from their pins. A lab that came up unshaped has none yet: the first
+// use loads the link model and pins them (the journal lists the pin dir from the start).
 Result<LinkShaper> open_maps(const LabPaths& paths) {
-  if (!path_exists(paths.pin_dir()))
-    return make_error("lab " + paths.lab + " has no link model (" + paths.pin_dir() +
-                          " is missing: the kernel refused to load it when the lab came up, "
-                          "see `fabemu doctor`, or an older fabemu built the lab)",
-                      ENOENT);
-  return LinkShaper::load({paths.pin_dir()});
+  if (path_exists(paths.pin_dir())) return LinkShaper::load({paths.pin_dir()});
+  auto loaded = [&]() -> Result<LinkShaper> {
+    FABEMU_TRY(ensure_bpffs(paths.bpffs_root));
+    return LinkShaper::load({paths.pin_dir()});
+  }();
+  if (loaded) return loaded;
+  (void)remove_pin_dir(paths.pin_dir());
+  return make_error("lab " + paths.lab + " has no link model: the kernel refused to load it (" +
+                        loaded.error().what() + "; see `fabemu doctor`)",
+                    errno_of(loaded.error()) ? errno_of(loaded.error()) : ENOENT);
 }
 
 }  // namespace

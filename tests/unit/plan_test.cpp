@@ -299,15 +299,20 @@ TEST(PlanShaping, WithoutFqPortsArePolicedAndDelayIsReported) {
   EXPECT_TRUE(parse_shaping_mode(format_shaping_mode({}), "f")->fq);
 }
 
-TEST(PlanShaping, AnUnshapedLabLoadsTheModelButAttachesNothing) {
+// It loads the model at its first use (link set, status), not in `up`; `down` still knows the
+// pin dir.
+TEST(PlanShaping, AnUnshapedLabLeavesTheModelForItsFirstUseAndAttachesNothing) {
   auto m = build_model(load(kLeafSpine), 0);
   ASSERT_TRUE(m.ok());
   LabPaths paths;
   paths.lab = "ls";
   Plan plan = make_plan(*m, paths, 0);
   EXPECT_TRUE(shape_ports(plan).empty());
-  EXPECT_TRUE(std::any_of(plan.actions.begin(), plan.actions.end(),
-                          [](const Action& a) { return std::holds_alternative<LoadShaper>(a); }));
+  EXPECT_TRUE(std::none_of(plan.actions.begin(), plan.actions.end(),
+                           [](const Action& a) { return std::holds_alternative<LoadShaper>(a); }));
+  EXPECT_NE(std::find(plan.journal.begin(), plan.journal.end(),
+                      JournalEntry{JournalEntry::Kind::Pins, paths.pin_dir()}),
+            plan.journal.end());
   for (const Action& a : plan.actions)
     if (const auto* v = std::get_if<CreateVeth>(&a)) {
       EXPECT_EQ(v->gso_max_segs, 0u);
