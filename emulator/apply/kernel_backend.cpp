@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "apply/link_control.h"
 #include "apply/port_shaping.h"
 #include "apply/processes.h"
 #include "apply/rdma.h"
@@ -30,14 +31,6 @@ namespace fabemu {
 namespace {
 // Every rtnetlink request answers in microseconds; a kernel that takes this long is stuck.
 constexpr std::chrono::seconds kNetlinkTimeout{30};
-
-Result<LinkShaper> load_link_model(const LoadShaper& a) {
-  FABEMU_TRY(ensure_bpffs(a.bpffs_root));
-  auto shaper = LinkShaper::load({a.pin_dir});
-  if (!shaper) return shaper.error();
-  if (!a.pfc_qdisc.empty()) FABEMU_TRY(shaper->register_pfc_qdisc(a.pfc_qdisc));
-  return shaper;
-}
 }  // namespace
 
 Result<std::unique_ptr<KernelBackend>> KernelBackend::create(std::string netns_dir) {
@@ -94,7 +87,9 @@ void KernelBackend::start(const Plan& plan) {
   // namespaces are made; LoadShaper takes the result.
   for (const Action& a : plan.actions)
     if (const auto* load = std::get_if<LoadShaper>(&a)) {
-      shaper_loading_ = std::async(std::launch::async, [l = *load] { return load_link_model(l); });
+      shaper_loading_ = std::async(std::launch::async, [l = *load] {
+        return load_link_model(l.bpffs_root, l.pin_dir, l.pfc_qdisc);
+      });
       return;
     }
 }
@@ -370,7 +365,8 @@ Result<void> KernelBackend::create_cgroup(const CreateCgroup& a) {
 }
 
 Result<void> KernelBackend::load_shaper(const LoadShaper& a) {
-  auto loaded = shaper_loading_.valid() ? shaper_loading_.get() : load_link_model(a);
+  auto loaded = shaper_loading_.valid() ? shaper_loading_.get()
+                                        : load_link_model(a.bpffs_root, a.pin_dir, a.pfc_qdisc);
   if (loaded) {
     shaper_.emplace(std::move(*loaded));
     return ok();

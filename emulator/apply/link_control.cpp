@@ -27,10 +27,7 @@ Result<PlanOptions> read_mode(const LabPaths& paths) {
 // use loads the link model and pins them (the journal lists the pin dir from the start).
 Result<LinkShaper> open_maps(const LabPaths& paths) {
   if (path_exists(paths.pin_dir())) return LinkShaper::load({paths.pin_dir()});
-  auto loaded = [&]() -> Result<LinkShaper> {
-    FABEMU_TRY(ensure_bpffs(paths.bpffs_root));
-    return LinkShaper::load({paths.pin_dir()});
-  }();
+  auto loaded = load_link_model(paths.bpffs_root, paths.pin_dir());
   if (loaded) return loaded;
   (void)remove_pin_dir(paths.pin_dir());
   return make_error("lab " + paths.lab + " has no link model: the kernel refused to load it (" +
@@ -55,6 +52,15 @@ uint64_t queue_delay_quantile(const LinkCounters& c, double q) {
 
 Result<LinkShaper> open_link_model(const LabPaths& paths) {
   return open_maps(paths);
+}
+
+Result<LinkShaper> load_link_model(const std::string& bpffs_root, const std::string& pin_dir,
+                                   const std::string& pfc_qdisc) {
+  FABEMU_TRY(ensure_bpffs(bpffs_root));
+  auto shaper = LinkShaper::load({pin_dir});
+  if (!shaper) return shaper.error();
+  if (!pfc_qdisc.empty()) FABEMU_TRY(shaper->register_pfc_qdisc(pfc_qdisc));
+  return shaper;
 }
 
 namespace {

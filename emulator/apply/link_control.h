@@ -38,6 +38,10 @@ Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& mo
 // The lab's pinned maps, for repeated reads and changes (opening them loads and verifies the
 // program: ~15 ms here).
 Result<LinkShaper> open_link_model(const LabPaths& paths);
+// Loads the link model with its maps pinned in pin_dir (bpffs mounted at bpffs_root first when
+// missing) and, for PFC's queue mode, registers the lab's BPF qdisc under that kind.
+Result<LinkShaper> load_link_model(const std::string& bpffs_root, const std::string& pin_dir,
+                                   const std::string& pfc_qdisc = "");
 
 struct LinkChange {
   std::string name;           // "leaf1>spine2"

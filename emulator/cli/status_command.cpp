@@ -233,6 +233,17 @@ bool direction_down(const Json& link, const char* dir) {
   return link.contains(dir) && link[dir]["shape"].value("down", false);
 }
 
+// Both ends running and neither direction `link down` (LabStatus::link_up, from the JSON).
+bool link_up(const Json& link) {
+  return link["a"].value("up", false) && link["b"].value("up", false) &&
+         !direction_down(link, "a_to_b") && !direction_down(link, "b_to_a");
+}
+
+// A direction's drops other than its queue's: loss, link down, the PFC watchdog.
+unsigned long long drops_of(const Json& counters) {
+  return num(counters, "drop_loss") + num(counters, "drop_down") + num(counters, "drop_watchdog");
+}
+
 int shaped_ports(const Json& j) {
   int n = 0;
   for (const Json& l : j["links"])
@@ -271,8 +282,7 @@ void print_links(const Json& j) {
               pfc ? "     PAUSED  PAUSES" : "", "SHAPE (live)");
   for (const Json& link : j["links"]) {
     const Json &a = link["a"], &b = link["b"];
-    const bool up = a.value("up", false) && b.value("up", false) &&
-                    !direction_down(link, "a_to_b") && !direction_down(link, "b_to_a");
+    const bool up = link_up(link);
     for (bool back : {false, true}) {
       const char* dir = back ? "b_to_a" : "a_to_b";
       const Json d = link.contains(dir) ? link[dir] : Json();
@@ -305,8 +315,7 @@ void print_links(const Json& j) {
                   back ? "" : link.value("name", "").c_str(), back ? "" : (up ? "up" : "DOWN"),
                   back ? "" : end_text(a).c_str(), back ? "" : end_text(b).c_str(),
                   back ? "b>a" : "a>b", shaped ? num(c, "packets") : num(from, "tx_packets"),
-                  num(c, "drop_loss") + num(c, "drop_down") + num(c, "drop_watchdog"),
-                  num(c, "drop_queue"), num(c, "ce_marks"), qd.c_str(), paused.c_str(),
+                  drops_of(c), num(c, "drop_queue"), num(c, "ce_marks"), qd.c_str(), paused.c_str(),
                   text.c_str());
     }
   }
@@ -393,16 +402,14 @@ Json status_summary(const Json& j) {
            {"shaped_directions", 0},        {"packets", 0ULL},  {"drops", 0ULL},
            {"queue_drops", 0ULL},           {"ce_marks", 0ULL}, {"pause_ns", 0ULL}};
     c["links"] = c["links"].get<int>() + 1;
-    const bool up = l["a"].value("up", false) && l["b"].value("up", false) &&
-                    !direction_down(l, "a_to_b") && !direction_down(l, "b_to_a");
+    const bool up = link_up(l);
     c["up"] = c["up"].get<int>() + up;
     if (!up) down.push_back(l.value("name", ""));
     for (const auto& [dir, from] : {std::pair{"a_to_b", "a"}, std::pair{"b_to_a", "b"}}) {
       const Json d = l.contains(dir) ? l[dir] : Json();
       const bool shaped = d.is_object() && d.value("shaped", false);
       const Json counters = d.is_object() ? d["counters"] : Json();
-      const unsigned long long drops =
-          num(counters, "drop_loss") + num(counters, "drop_down") + num(counters, "drop_watchdog");
+      const unsigned long long drops = drops_of(counters);
       auto add = [&](const char* key, unsigned long long v) {
         c[key] = c[key].get<unsigned long long>() + v;
       };

@@ -413,7 +413,7 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
       plan.actions.push_back(AddAddress{ns, t.links[l].end(node).ifname,
                                         Prefix{m.addresses.address_of(t, l, node), 31}});
       if (!neighbours) continue;
-      const int peer = t.links[l].a.node == node ? t.links[l].b.node : t.links[l].a.node;
+      const int peer = t.links[l].peer(node).node;
       plan.actions.push_back(AddNeighbour{ns, t.links[l].end(node).ifname,
                                           m.addresses.address_of(t, l, peer),
                                           port_mac(pool, l, t.links[l].b.node == peer)});
