@@ -84,7 +84,9 @@ struct PerfArgs {
 int cmd_up(const UpArgs& args, const LabPaths& base);
 int cmd_perf(const PerfArgs& args, const LabPaths& base);
 int cmd_link_set(const LinkSetArgs& args, const LabPaths& base);
-int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base);
+// Waits for the kernel to free the labs' namespaces unless wait_for_kernel is false.
+int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base,
+             bool wait_for_kernel = true);
 // Which rows `status` shows: nodes and links by name or glob (a link's node, or a link "a:b"
 // either way round); none given: every row of a small lab, a summary by tier of a big one
 // unless `all`.

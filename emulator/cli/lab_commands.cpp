@@ -10,6 +10,7 @@
 #include "apply/journal.h"
 #include "apply/kernel_backend.h"
 #include "apply/lab.h"
+#include "apply/netns_cleanup.h"
 #include "apply/run_root.h"
 #include "cli/commands.h"
 #include "doctor/capabilities.h"
@@ -18,6 +19,7 @@
 #include "runtime/cluster.h"
 #include "scenario/loader.h"
 #include "util/files.h"
+#include "util/netlink.h"
 #include "util/units.h"
 
 namespace fabemu::cli {
@@ -289,7 +291,8 @@ int cmd_up(const UpArgs& args, const LabPaths& base) {
   return kExitOk;
 }
 
-int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& base) {
+int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& base,
+             bool wait_for_kernel) {
   if (labs_in.empty() && !all) {
     print_error("down: name a lab, or --all");
     return kExitBadInput;
@@ -302,6 +305,7 @@ int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& 
     return kExitFailed;
   }
   int code = kExitOk;
+  size_t taken_down = 0;
   for (const auto& lab : labs) {
     LabPaths paths = base;
     paths.lab = lab;
@@ -325,6 +329,18 @@ int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& 
       continue;
     }
     std::printf("lab %s down in %.2f s\n", lab.c_str(), seconds_since(start));
+    ++taken_down;
+  }
+  // The kernel frees the namespaces afterwards, under the lock a next lab's `up` needs: wait,
+  // so that the next lab comes up as fast as a first (and the lab's memory is back).
+  if (taken_down > 0 && wait_for_kernel) {
+    auto start = Clock::now();
+    if (auto r = wait_for_netns_cleanup(std::chrono::seconds(60)); !r)
+      std::fprintf(stderr, "fabemu: down: not waiting for the kernel any longer: %s\n",
+                   describe(r.error()).c_str());
+    else
+      std::printf("kernel done freeing %s in %.2f s\n", taken_down > 1 ? "the labs" : "the lab",
+                  seconds_since(start));
   }
   return code == kExitNoLab && labs.size() > 1 ? kExitFailed : code;
 }

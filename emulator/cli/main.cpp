@@ -63,7 +63,13 @@ int main(int argc, char** argv) {
   down_cmd->add_option("lab", down_labs, "Lab names");
   down_cmd->add_flag("--all", down_all, "Every fabemu lab on this machine");
   std::string down_on;
-  down_cmd->add_option("--on", down_on, on_help)->excludes("--all");
+  auto* down_on_opt = down_cmd->add_option("--on", down_on, on_help)->excludes("--all");
+  bool down_no_wait = false;
+  down_cmd
+      ->add_flag("--no-wait", down_no_wait,
+                 "Return before the kernel has freed the lab's namespaces (it goes on in the "
+                 "background, and a lab brought up meanwhile waits for its lock)")
+      ->excludes(down_on_opt);
 
   std::string status_lab;
   bool status_json = false;
@@ -259,7 +265,7 @@ int main(int argc, char** argv) {
   if (up_cmd->parsed())
     return up.on.empty() || up.dry_run ? cli::cmd_up(up, base) : cli::cluster_up(up, base);
   if (down_cmd->parsed())
-    return down_on.empty() ? cli::cmd_down(down_labs, down_all, base)
+    return down_on.empty() ? cli::cmd_down(down_labs, down_all, base, !down_no_wait)
                            : cli::cluster_down(down_labs, down_on, base);
   if (status_cmd->parsed())
     return status_on.empty() || status_lab.empty()

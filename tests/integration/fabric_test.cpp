@@ -1,6 +1,8 @@
 // Whole labs driven through the CLI as users drive them: reachability across leaf-spine, fat-tree
 // and rail-optimized fabrics, ECMP spreading, host containers, and teardown that leaves nothing.
 #include <arpa/inet.h>
+#include <linux/netlink.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -21,8 +23,10 @@
 
 #include "apply/inspect.h"
 #include "apply/ovs.h"
+#include "apply/veth.h"
 #include "doctor/probe.h"
 #include "lab_fixture.h"
+#include "util/netlink.h"
 #include "util/netns.h"
 #include "util/unique_fd.h"
 
@@ -489,6 +493,40 @@ TEST_P(SwitchTest, KillDuringUpThenDownLeavesNothing) {
     EXPECT_EQ(Snapshot::take(name), before);
   }
   EXPECT_GT(caught_midway, 0) << "up always finished before the kill: nothing was tested";
+}
+
+// `down` returns once the kernel has freed the lab, not only dropped it: a veth from h1 into a
+// namespace of the test's own is gone the moment `down` returns (it goes when the kernel
+// unregisters h1's devices, which it does after `down` has let go of h1).
+TEST_F(FabricTest, DownReturnsOnceTheKernelHasFreedTheLab) {
+  const std::string name = lab_name("kf");
+  LabGuard lab(name);
+  ASSERT_NO_FATAL_FAILURE(up(lab, kDefaultScenario));
+  UniqueFd watcher;
+  unsigned probe = 0;
+  std::thread([&] {  // the watcher: a namespace of the test's own
+    ASSERT_EQ(::unshare(CLONE_NEWNET), 0) << std::strerror(errno);
+    auto fd = open_namespace("/proc/thread-self/ns/net");
+    ASSERT_TRUE(fd) << fd.error().what();
+    watcher = std::move(*fd);
+    auto h1 = open_namespace(netns_path(name, "h1"));
+    ASSERT_TRUE(h1) << h1.error().what();
+    auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, 5s);
+    ASSERT_TRUE(rtnl) << rtnl.error().what();
+    auto veth = create_veth_pair(*rtnl, {h1->get(), "probe0"}, {watcher.get(), "probe1"}, 1500, 0);
+    ASSERT_TRUE(veth) << veth.error().what();
+    probe = if_nametoindex("probe1");
+  })
+      .join();
+  ASSERT_NE(probe, 0u);
+  Outcome down = lab.down();
+  ASSERT_EQ(down.status, 0) << down;
+  EXPECT_NE(down.out.find("kernel done freeing the lab in "), std::string::npos) << down;
+  std::thread([&] {
+    ASSERT_TRUE(enter_namespace(watcher.get(), CLONE_NEWNET, "the watcher"));
+    char name_of[IF_NAMESIZE];
+    EXPECT_EQ(if_indextoname(probe, name_of), nullptr) << "h1's veth is still there";
+  }).join();
 }
 
 // `up` creates the journal file, then writes it: a kill in between leaves the run directory with
