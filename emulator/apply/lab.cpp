@@ -8,6 +8,7 @@
 #include <set>
 
 #include "apply/frr.h"
+#include "apply/netns_cleanup.h"
 #include "apply/run_root.h"
 #include "plan/frr.h"
 #include "plan/partition.h"
@@ -172,7 +173,7 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
   return out;
 }
 
-Result<void> lab_down(const LabPaths& paths, Backend& backend) {
+Result<void> lab_down(const LabPaths& paths, Backend& backend, NetnsCleanupWatch* watch) {
   auto j = read_journal(paths.journal());
   if (!j) {
     if (errno_of(j.error()) != ENOENT) return j.error();
@@ -181,6 +182,12 @@ Result<void> lab_down(const LabPaths& paths, Backend& backend) {
   }
   if (!j->planned) return remove_run_dir(paths, backend);  // killed while writing it
   FABEMU_TRY(backend.kill_processes(j->entries));
+  if (watch)
+    for (auto it = j->entries.rbegin(); it != j->entries.rend(); ++it)
+      if (it->kind == JournalEntry::Kind::Netns && path_exists(it->path)) {
+        (void)watch->probe(it->path);
+        break;
+      }
   // The run dir holds the journal and the pins: it goes last, in one unmount, and only when
   // all else went, so that a failed `down` can be retried.
   const std::string inside = paths.run_dir() + "/";

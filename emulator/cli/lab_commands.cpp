@@ -306,6 +306,17 @@ int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& 
   }
   int code = kExitOk;
   size_t taken_down = 0;
+  // The kernel frees the namespaces afterwards, under the lock a next lab's `up` needs: wait,
+  // so that the next lab comes up as fast as a first (and the lab's memory is back).
+  std::optional<NetnsCleanupWatch> watch;
+  if (wait_for_kernel) {
+    auto w = NetnsCleanupWatch::create();
+    if (w)
+      watch.emplace(std::move(*w));
+    else
+      std::fprintf(stderr, "fabemu: down: cannot wait for the kernel to free the lab: %s\n",
+                   describe(w.error()).c_str());
+  }
   for (const auto& lab : labs) {
     LabPaths paths = base;
     paths.lab = lab;
@@ -323,7 +334,7 @@ int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& 
       continue;
     }
     auto start = Clock::now();
-    if (auto r = lab_down(paths, **backend); !r) {
+    if (auto r = lab_down(paths, **backend, watch ? &*watch : nullptr); !r) {
       print_error(r.error().what());
       code = kExitFailed;
       continue;
@@ -331,11 +342,9 @@ int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& 
     std::printf("lab %s down in %.2f s\n", lab.c_str(), seconds_since(start));
     ++taken_down;
   }
-  // The kernel frees the namespaces afterwards, under the lock a next lab's `up` needs: wait,
-  // so that the next lab comes up as fast as a first (and the lab's memory is back).
-  if (taken_down > 0 && wait_for_kernel) {
+  if (taken_down > 0 && watch) {
     auto start = Clock::now();
-    if (auto r = wait_for_netns_cleanup(std::chrono::seconds(60)); !r)
+    if (auto r = watch->wait(std::chrono::seconds(60)); !r)
       std::fprintf(stderr, "fabemu: down: not waiting for the kernel any longer: %s\n",
                    describe(r.error()).c_str());
     else
