@@ -2,6 +2,7 @@
 #include "runtime/incast.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "apply/rdma.h"
 #include "model/fair_share.h"
 #include "runtime/spawn.h"
+#include "util/files.h"
 #include "util/json.h"
 #include "util/proc_net.h"
 #include "util/units.h"
@@ -20,6 +22,9 @@ namespace {
 constexpr int kIperfPort = 5201;
 constexpr int kVictimPort = 5301;
 constexpr int kPerftestPort = 18515;
+// The size of each RDMA write an incast sender posts: a rxe MTU of 4096 makes it 4 frames, and a
+// flow of a few megabytes hundreds of completions.
+constexpr uint64_t kRdmaWriteBytes = 16384;
 
 // When a flow's data arrived, on the step's clock (wall seconds since its clients started), and
 // how much: for a receiver's total over the time any of its flows was arriving.
@@ -35,6 +40,7 @@ struct Pair {
   CommandOutcome outcome;
   double started_s = 0;  // its client's start on the step's clock
   Active active;
+  uint64_t rdma_writes = 0;  // of kRdmaWriteBytes each
 };
 
 // The rate the receiving host's link delivers to it, in the real fabric.
@@ -45,23 +51,10 @@ uint64_t receiver_rate(const LabModel& m, int host) {
   return in.rate_bps.value_or(0);
 }
 
-// ib_write_bw's result line follows its header: "#bytes #iterations BW peak[Gb/sec] BW
-// average[Gb/sec] MsgRate[Mpps]".
-std::optional<double> perftest_gbps(const std::string& out) {
-  std::istringstream lines(out);
-  bool header = false;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("BW average") != std::string::npos) {
-      header = true;
-      continue;
-    }
-    if (!header) continue;
-    std::istringstream words(line);
-    std::vector<std::string> w;
-    for (std::string x; words >> x;) w.push_back(x);
-    if (w.size() >= 4) return std::strtod(w[3].c_str(), nullptr);
-  }
-  return std::nullopt;
+// A rxe device's hardware counter (0 when it cannot be read).
+uint64_t rxe_hw_counter(const std::string& device, const char* name) {
+  const auto text = read_file("/sys/class/infiniband/" + device + "/ports/1/hw_counters/" + name);
+  return text ? std::strtoull(text->c_str(), nullptr, 10) : 0;
 }
 
 // iperf3 -J: what the receiver got, the sender's retransmissions, UDP's loss. `to_the_end`:
@@ -203,8 +196,6 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
                                         "-F",
                                         "-p",
                                         std::to_string(p.port),
-                                        "-D",
-                                        std::to_string(secs),
                                         "--report_gbits",
                                         "-u",
                                         std::to_string(timeout_exp)};
@@ -248,6 +239,23 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   const std::vector<double> fair = max_min_rates(t, nodes);
   for (size_t i = 0; i < pairs.size(); ++i)
     pairs[i].flow.fair_bps = std::isinf(fair[i]) ? 0 : fair[i];
+  // RDMA: each sender writes what its fair share carries in the step's duration, and
+  // ib_write_bw's average is over that whole transfer. Not its duration mode (-D), which
+  // measures between a 2 s warm-up and a 2 s cool-down: a dilated flow completes a 64 KB
+  // write every ~0.2 s of wall clock there, so its window counted 0 or 1 write (a flow that
+  // moved printed 0 bit/s, in 2 of 3 runs in the VM lane).
+  if (rdma)
+    for (Pair& p : pairs) {
+      if (p.flow.role == "victim") continue;
+      const double bps = p.flow.fair_bps > 0 ? p.flow.fair_bps : double(recv_rate);
+      const double bytes = bps > 0 ? bps * double(s.duration_ns) * 1e-9 / 8 : 64e6;
+      const uint64_t iters = std::clamp<uint64_t>(
+          static_cast<uint64_t>(std::ceil(bytes / kRdmaWriteBytes)), 20, 1'000'000);
+      p.rdma_writes = iters;
+      for (auto* argv : {&p.server_argv, &p.client_argv})
+        argv->insert(argv->begin() + 1,
+                     {"-s", std::to_string(kRdmaWriteBytes), "-n", std::to_string(iters)});
+    }
 
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = ProcessClock::now() + timeout;
@@ -309,7 +317,39 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
         pp->outcome = std::move(*out);
     });
   }
+  // RDMA: when each sender's device first sent a frame of its writes and last got an ACK, from
+  // its rxe counters every 5 ms: the flow's goodput is its bytes over that time. (ib_write_bw's
+  // own figures are not used: in the VM lane it printed 0.000000 for flows that wrote all they
+  // were asked to, now and then, in its duration mode and its iteration mode alike.)
+  std::atomic<bool> clients_done{false};
+  std::thread sampler;
+  if (rdma)
+    sampler = std::thread([&] {
+      const size_t n = pairs.size();
+      std::vector<uint64_t> sent0(n), acks0(n), acks_last(n);
+      for (size_t i = 0; i < n; ++i) {
+        sent0[i] = rxe_hw_counter(paths.rxe_name(pairs[i].flow.from), "sent_pkts");
+        acks_last[i] = acks0[i] = rxe_hw_counter(paths.rxe_name(pairs[i].flow.from), "rcvd_pkts");
+      }
+      for (bool last = false; !last;) {
+        last = clients_done.load();  // one more sample after the clients have exited
+        const double now =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - clients_start).count();
+        for (size_t i = 0; i < n; ++i) {
+          Pair& p = pairs[i];
+          if (p.flow.role == "victim") continue;
+          const std::string dev = paths.rxe_name(p.flow.from);
+          if (p.active.from == 0 && rxe_hw_counter(dev, "sent_pkts") > sent0[i])
+            p.active.from = now;
+          const uint64_t acks = rxe_hw_counter(dev, "rcvd_pkts");
+          if (acks > acks_last[i]) p.active.to = now, acks_last[i] = acks;
+        }
+        if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
   for (std::thread& c : clients) c.join();
+  clients_done = true;
+  if (sampler.joinable()) sampler.join();
   for (Process& p : servers) p.stop(std::chrono::seconds(2));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -331,10 +371,14 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
     }
     if (f.failure.empty()) {
       if (rdma && f.role != "victim") {
-        if (auto g = perftest_gbps(p.outcome.out))
-          f.bps = *g * 1e9 * ts.factor;
+        // All its writes completed (ib_write_bw exits 0 only then): bytes over the time its
+        // device sent them until the last ACK came back, in the step's clock.
+        p.started_s = 0;
+        p.active.bytes = double(p.rdma_writes * kRdmaWriteBytes);
+        if (p.active.to > p.active.from)
+          f.bps = p.active.bytes * 8 / (p.active.to - p.active.from) * ts.factor;
         else
-          f.failure = "ib_write_bw printed no bandwidth";
+          f.failure = "its rxe device counted no frame sent and acknowledged";
       } else {
         read_iperf(p.outcome.out, ts.factor, traffic, f, p.active);
       }
