@@ -239,15 +239,17 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   const std::vector<double> fair = max_min_rates(t, nodes);
   for (size_t i = 0; i < pairs.size(); ++i)
     pairs[i].flow.fair_bps = std::isinf(fair[i]) ? 0 : fair[i];
-  // RDMA: each sender writes what its fair share carries in the step's duration, and
-  // ib_write_bw's average is over that whole transfer. Not its duration mode (-D), which
-  // measures between a 2 s warm-up and a 2 s cool-down: a dilated flow completes a 64 KB
-  // write every ~0.2 s of wall clock there, so its window counted 0 or 1 write (a flow that
-  // moved printed 0 bit/s, in 2 of 3 runs in the VM lane).
+  // RDMA: each sender writes what the receiver's link carries in the step's duration (N
+  // senders of an incast take N times as long together; a traffic step's flows their fair
+  // share's worth), a fixed block as in a real incast. Not ib_write_bw's duration mode (-D),
+  // which measures between a 2 s warm-up and a 2 s cool-down: a dilated flow completes a 64 KB
+  // write every ~0.2 s of wall clock there, so its window counted 0 or 1 write. A block of
+  // only the fair share's worth overlapped too little (the clients start tens of us of the
+  // real fabric apart under an emulated CPU): no drop without PFC in one run.
   if (rdma)
     for (Pair& p : pairs) {
       if (p.flow.role == "victim") continue;
-      const double bps = p.flow.fair_bps > 0 ? p.flow.fair_bps : double(recv_rate);
+      const double bps = recv_rate > 0 ? double(recv_rate) : p.flow.fair_bps;
       const double bytes = bps > 0 ? bps * double(s.duration_ns) * 1e-9 / 8 : 64e6;
       const uint64_t iters = std::clamp<uint64_t>(
           static_cast<uint64_t>(std::ceil(bytes / kRdmaWriteBytes)), 20, 1'000'000);
@@ -296,6 +298,14 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
       retries_before.push_back(rxe_counter(p.flow.from, "completer_retry_err"));
     if (!traffic) seq_err_before = rxe_counter(s.receiver, "rcvd_seq_err");
   }
+  // RDMA clients write a block; one whose QP stalls (a lost frame, rxe's retransmission timeout
+  // dilated: minutes of wall clock) is stopped at three times the time its block needs when the
+  // senders share the receiver, plus 10 s.
+  const double rdma_limit_s =
+      3 * ts.wall_s(double(s.duration_ns) * 1e-9) * double(std::max<size_t>(1, s.senders.size())) +
+      10;
+  const auto rdma_limit = std::chrono::milliseconds(static_cast<int64_t>(rdma_limit_s * 1000));
+  std::vector<std::string> stalled;
   // Every client at once.
   std::vector<std::thread> clients;
   const auto clients_start = std::chrono::steady_clock::now();
@@ -310,6 +320,7 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
       o.before_exec = spec.before_exec;
       o.timeout =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - ProcessClock::now());
+      if (rdma) o.timeout = std::min(o.timeout, rdma_limit);
       auto out = run_captured(pp->client_argv, o);
       if (!out)
         pp->flow.failure = out.error().what();
@@ -357,7 +368,12 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
     Pair& p = pairs[i];
     FlowResult& f = p.flow;
     if (rdma) f.retransmits = rxe_counter(f.from, "completer_retry_err") - retries_before[i];
-    if (f.failure.empty() && p.outcome.timed_out) {
+    if (f.failure.empty() && p.outcome.timed_out && rdma) {
+      // A QP that lost a frame waits out rxe's retransmission timeout, dilated like every
+      // time: as long as its data stops, so does the flow. A result, not an error.
+      f.stalled_s = ts.real_s(rdma_limit_s - std::min(rdma_limit_s, p.active.to));
+      stalled.push_back(f.from + " -> " + f.to);
+    } else if (f.failure.empty() && p.outcome.timed_out) {
       f.failure = "timed out";
     } else if (f.failure.empty() && p.outcome.status != 0) {
       f.failure = p.client_argv[0] + " exited with status " + std::to_string(p.outcome.status);
@@ -370,7 +386,9 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
                                 p.outcome.err.size() > 300 ? p.outcome.err.size() - 300 : 0);
     }
     if (f.failure.empty()) {
-      if (rdma && f.role != "victim") {
+      if (rdma && f.role != "victim" && p.outcome.timed_out) {
+        p.active = {};  // it did not write its block: what it did write is not known
+      } else if (rdma && f.role != "victim") {
         // All its writes completed (ib_write_bw exits 0 only then): bytes over the time its
         // device sent them until the last ACK came back, in the step's clock.
         p.started_s = 0;
@@ -447,6 +465,13 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   if (rdma && !traffic)
     r.note += "; rxe rcvd_seq_err on " + s.receiver + ": " +
               std::to_string(rxe_counter(s.receiver, "rcvd_seq_err") - seq_err_before);
+  if (!stalled.empty()) {
+    std::string names;
+    for (const std::string& f : stalled) names += (names.empty() ? "" : ", ") + f;
+    r.note += "; stalled (their QPs wait out rxe's retransmission timeout, stopped after " +
+              printf_string("%.0f", rdma_limit_s) + " s of wall clock without all their writes " +
+              "done): " + names;
+  }
   text += "  " + r.note + "\n";
   if (echo) std::printf("%s", text.c_str());
   return r;
