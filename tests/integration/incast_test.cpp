@@ -99,6 +99,45 @@ TEST_F(IncastTest, PfcDropsNoFrameOfTheClassAndThePausesReachTheSenders) {
       << o;
 }
 
+// RDMA writes 3 to 1 over rxe, as in scenarios/incast-pfc.yaml (100 Gbit/s dilated x10000):
+// with PFC no QP retries and every one writes its block; without it, rxe retries somewhere (a
+// QP that lost a frame waits out its retransmission timeout: reported stalled, not failed).
+TEST_F(IncastTest, RdmaWritesRetryOnlyWithoutPfc) {
+  if (!find_tool("ib_write_bw")) GTEST_SKIP() << "perftest is not installed";
+  const std::string lab = lab_name("ir");
+  LabGuard guard(lab);
+  const std::string rdma_incast =
+      "  - incast: {senders: [h2, h4, h5], receiver: h1, transport: rdma, duration: 400us}\n";
+  TempScenario sc(
+      "name: rdma-incast\nseed: 7\ntime_scale: 10000\n"
+      "topology: {kind: leaf-spine, leaves: 3, spines: 1, hosts_per_leaf: 3}\n"
+      "fabric: {mtu: 9000, lossless: {udp_port: 4791, dscp: [26]}}\n"
+      "links: {default: {rate: 100gbit, delay: 1us, queue: 1M, pfc: {xoff: 200K, xon: 150K}}}\n"
+      "rdma: {enabled: on}\nworkload:\n" +
+      rdma_incast + "  - links: {select: all, set: {pfc: off}}\n" + rdma_incast);
+  const std::string report = std::filesystem::path(sc.path()).parent_path() / "report";
+  Outcome o = fabemu({"run", sc.path(), "--lab", lab, "--report", report}, 600s);
+  if (o.status == 5)
+    GTEST_SKIP() << "no rxe or fq on this kernel (the VM lane runs this): " << o.err;
+  ASSERT_EQ(o.status, 0) << o;
+  std::map<int, uint64_t> retries;
+  std::map<int, int> flows, moved;
+  std::ifstream lines(report + "/report.jsonl");
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j["type"] != "flow") continue;
+    const int step = j["step"];
+    retries[step] += j["retransmits"].get<uint64_t>();
+    ++flows[step];
+    if (j["bps"].get<double>() > 0) ++moved[step];
+  }
+  ASSERT_EQ(flows[0], 3) << o;
+  ASSERT_EQ(flows[2], 3) << o;
+  EXPECT_EQ(retries[0], 0u) << "rxe retried under PFC\n" << o;
+  EXPECT_EQ(moved[0], 3) << "a QP under PFC did not write its block\n" << o;
+  EXPECT_GT(retries[2], 0u) << "no rxe retry without PFC\n" << o;
+}
+
 // scenarios/pfc-deadlock.yaml, shorter: five switches in a ring, each host sending two ring
 // hops on, every ring link carrying twice what it takes, PFC holding frames in the queues.
 std::string deadlock_scenario() {
