@@ -306,6 +306,13 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
       10;
   const auto rdma_limit = std::chrono::milliseconds(static_cast<int64_t>(rdma_limit_s * 1000));
   std::vector<std::string> stalled;
+  // Each RDMA sender's frames sent and ACKs received so far, before any client starts.
+  std::vector<uint64_t> sent0(pairs.size()), acks_last(pairs.size());
+  if (rdma)
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      sent0[i] = rxe_hw_counter(paths.rxe_name(pairs[i].flow.from), "sent_pkts");
+      acks_last[i] = rxe_hw_counter(paths.rxe_name(pairs[i].flow.from), "rcvd_pkts");
+    }
   // Every client at once.
   std::vector<std::thread> clients;
   const auto clients_start = std::chrono::steady_clock::now();
@@ -336,17 +343,11 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   std::thread sampler;
   if (rdma)
     sampler = std::thread([&] {
-      const size_t n = pairs.size();
-      std::vector<uint64_t> sent0(n), acks0(n), acks_last(n);
-      for (size_t i = 0; i < n; ++i) {
-        sent0[i] = rxe_hw_counter(paths.rxe_name(pairs[i].flow.from), "sent_pkts");
-        acks_last[i] = acks0[i] = rxe_hw_counter(paths.rxe_name(pairs[i].flow.from), "rcvd_pkts");
-      }
       for (bool last = false; !last;) {
         last = clients_done.load();  // one more sample after the clients have exited
         const double now =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - clients_start).count();
-        for (size_t i = 0; i < n; ++i) {
+        for (size_t i = 0; i < pairs.size(); ++i) {
           Pair& p = pairs[i];
           if (p.flow.role == "victim") continue;
           const std::string dev = paths.rxe_name(p.flow.from);
