@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <optional>
 #include <thread>
 
 #include "apply/veth.h"
@@ -26,17 +25,17 @@ Result<UniqueFd> unshare_net(const char* what) {
 }
 
 // Runs f on a thread of its own, which may change namespaces and dies with them.
-template <typename F>
-auto on_own_thread(F&& f) -> decltype(f()) {
-  std::optional<decltype(f())> out;
-  std::thread([&] { out.emplace(f()); }).join();
-  return std::move(*out);
+template <typename R, typename F>
+R on_own_thread(F&& f) {
+  R out = make_error("no thread ran");
+  std::thread([&] { out = f(); }).join();
+  return out;
 }
 
 }  // namespace
 
 Result<NetnsCleanupWatch> NetnsCleanupWatch::create() {
-  return on_own_thread([]() -> Result<NetnsCleanupWatch> {
+  return on_own_thread<Result<NetnsCleanupWatch>>([]() -> Result<NetnsCleanupWatch> {
     auto watcher = unshare_net("the cleanup watcher's namespace");
     if (!watcher) return watcher.error();
     UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
@@ -95,7 +94,7 @@ Result<void> NetnsCleanupWatch::wait(std::chrono::milliseconds timeout) {
   FABEMU_TRY(wait_gone(probes_, deadline));
   probes_.clear();
   // The sentinel: made, joined to the watcher by a veth and dropped on a thread of its own.
-  auto sentinel = on_own_thread([&]() -> Result<unsigned> {
+  auto sentinel = on_own_thread<Result<unsigned>>([&]() -> Result<unsigned> {
     auto ns = unshare_net("a cleanup sentinel namespace");
     if (!ns) return ns.error();
     return veth_from(ns->get());  // the thread dies next, the fd with it: the last references

@@ -9,6 +9,7 @@
 // unmount was freed 0.11 s into a lab's 0.55 s cleanup here. Hence the probes.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ class NetnsCleanupWatch {
   // Before the namespace pinned at `pin` is dropped: a veth from it into the watcher, which the
   // kernel unregisters when it frees that namespace.
   Result<void> probe(const std::string& pin);
+  // Probes made so far; forget(n) drops those made after the first n (a lab whose `down`
+  // failed keeps its namespaces, and waiting for them would wait out the timeout).
+  size_t probes() const { return probes_.size(); }
+  void forget(size_t n) { probes_.resize(std::min(n, probes_.size())); }
 
   // Returns once every probed namespace has been freed, and then once more a sentinel
   // namespace dropped after that, with a veth into the watcher too: the kernel frees
