@@ -422,10 +422,15 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
     if (!f.failure.empty()) r.failure += (r.failure.empty() ? "" : "; ") + f.failure;
   r.ok = r.failure.empty();
 
-  const std::string real_note = ts.dilated() ? ", " + format_time_short(s.duration_ns) +
-                                                   " of the real fabric (" + std::to_string(secs) +
-                                                   " s of wall clock)"
-                                             : ", " + std::to_string(secs) + " s";
+  std::string real_note = ts.dilated()
+                              ? ", " + format_time_short(s.duration_ns) + " of the real fabric (" +
+                                    std::to_string(secs) + " s of wall clock)"
+                              : ", " + std::to_string(secs) + " s";
+  if (rdma && !pairs.empty())  // blocks, not a time: the senders of an incast take N times it
+    real_note =
+        traffic ? ", a block each: its fair share's worth of " + format_time_short(s.duration_ns)
+                : ", " + format_size(pairs.front().rdma_writes * kRdmaWriteBytes) + " each (" +
+                      s.receiver + "'s link's worth of " + format_time_short(s.duration_ns) + ")";
   std::string text = std::string(kind) + ": " +
                      (traffic ? std::to_string(s.flows.size()) + " flows"
                               : std::to_string(s.senders.size()) + " senders -> " + s.receiver) +
