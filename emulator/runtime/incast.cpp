@@ -53,7 +53,8 @@ uint64_t receiver_rate(const LabModel& m, int host) {
 
 // A rxe device's hardware counter (0 when it cannot be read).
 uint64_t rxe_hw_counter(const std::string& device, const char* name) {
-  const auto text = read_file("/sys/class/infiniband/" + device + "/ports/1/hw_counters/" + name);
+  const auto text =
+      read_file(std::string(kInfinibandClass) + "/" + device + "/ports/1/hw_counters/" + name);
   return text ? std::strtoull(text->c_str(), nullptr, 10) : 0;
 }
 
@@ -286,10 +287,8 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   }
   // rxe's own view of the losses: the senders' retries (go-back-N after a timeout or a NAK)
   // and the receiver's out-of-sequence packets, before and after.
-  auto rxe_counter = [&](const std::string& host, const char* name) -> uint64_t {
-    const auto dev = read_rdma_device(paths.rxe_name(host));
-    auto it = dev.hw_counters.find(name);
-    return it == dev.hw_counters.end() ? 0 : it->second;
+  auto rxe_counter = [&](const std::string& host, const char* name) {
+    return rxe_hw_counter(paths.rxe_name(host), name);
   };
   std::vector<uint64_t> retries_before;
   uint64_t seq_err_before = 0;
@@ -310,8 +309,8 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   std::vector<uint64_t> sent0(pairs.size()), acks_last(pairs.size());
   if (rdma)
     for (size_t i = 0; i < pairs.size(); ++i) {
-      sent0[i] = rxe_hw_counter(paths.rxe_name(pairs[i].flow.from), "sent_pkts");
-      acks_last[i] = rxe_hw_counter(paths.rxe_name(pairs[i].flow.from), "rcvd_pkts");
+      sent0[i] = rxe_counter(pairs[i].flow.from, "sent_pkts");
+      acks_last[i] = rxe_counter(pairs[i].flow.from, "rcvd_pkts");
     }
   // Every client at once.
   std::vector<std::thread> clients;
@@ -350,10 +349,9 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
         for (size_t i = 0; i < pairs.size(); ++i) {
           Pair& p = pairs[i];
           if (p.flow.role == "victim") continue;
-          const std::string dev = paths.rxe_name(p.flow.from);
-          if (p.active.from == 0 && rxe_hw_counter(dev, "sent_pkts") > sent0[i])
+          if (p.active.from == 0 && rxe_counter(p.flow.from, "sent_pkts") > sent0[i])
             p.active.from = now;
-          const uint64_t acks = rxe_hw_counter(dev, "rcvd_pkts");
+          const uint64_t acks = rxe_counter(p.flow.from, "rcvd_pkts");
           if (acks > acks_last[i]) p.active.to = now, acks_last[i] = acks;
         }
         if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(5));
