@@ -182,12 +182,6 @@ Result<void> lab_down(const LabPaths& paths, Backend& backend, NetnsCleanupWatch
   }
   if (!j->planned) return remove_run_dir(paths, backend);  // killed while writing it
   FABEMU_TRY(backend.kill_processes(j->entries));
-  if (watch)
-    for (auto it = j->entries.rbegin(); it != j->entries.rend(); ++it)
-      if (it->kind == JournalEntry::Kind::Netns && path_exists(it->path)) {
-        (void)watch->probe(it->path);
-        break;
-      }
   // The run dir holds the journal and the pins: it goes last, in one unmount, and only when
   // all else went, so that a failed `down` can be retried.
   const std::string inside = paths.run_dir() + "/";
@@ -197,7 +191,18 @@ Result<void> lab_down(const LabPaths& paths, Backend& backend, NetnsCleanupWatch
     if (auto r = backend.remove(*it); !r && !first) first = r.error();
   }
   if (first) return first->context("taking down lab " + paths.lab);
-  FABEMU_TRY(backend.remove(JournalEntry{JournalEntry::Kind::Mount, paths.run_dir()}));
+  // Probed while its pins still hold it; forgotten if they stay (waiting would time out).
+  const size_t probes = watch ? watch->probes() : 0;
+  if (watch)
+    for (auto it = j->entries.rbegin(); it != j->entries.rend(); ++it)
+      if (it->kind == JournalEntry::Kind::Netns && path_exists(it->path)) {
+        (void)watch->probe(it->path);
+        break;
+      }
+  if (auto r = backend.remove(JournalEntry{JournalEntry::Kind::Mount, paths.run_dir()}); !r) {
+    if (watch) watch->forget(probes);
+    return r.error();
+  }
   // Normally no-ops now; they matter when the run dir was not a mount point of its own.
   for (auto it = j->entries.rbegin(); it != j->entries.rend(); ++it)
     if (it->kind != JournalEntry::Kind::Mount && it->path.rfind(inside, 0) == 0)

@@ -50,8 +50,9 @@ class NetnsCleanupWatch;
 
 // Removes exactly what the lab's journal lists, in reverse, then the journal itself.
 // Succeeds (doing nothing) when the lab does not exist. With a watch, one of the lab's
-// namespaces is probed before its pins go, so that the watch can wait for the kernel to free
-// the lab (best effort: a namespace that cannot be probed is not).
+// namespaces is probed just before its pins go, so that the watch can wait for the kernel to
+// free the lab (best effort: a namespace that cannot be probed is not; nor is a lab whose pins
+// stay because the unmount failed).
 Result<void> lab_down(const LabPaths& paths, Backend& backend, NetnsCleanupWatch* watch = nullptr);
 
 // The model of a running lab, rebuilt from the scenario copy and pool in its run dir.

@@ -28,8 +28,8 @@ class NetnsCleanupWatch {
   // Before the namespace pinned at `pin` is dropped: a veth from it into the watcher, which the
   // kernel unregisters when it frees that namespace.
   Result<void> probe(const std::string& pin);
-  // Probes made so far; forget(n) drops those made after the first n (a lab whose `down`
-  // failed keeps its namespaces, and waiting for them would wait out the timeout).
+  // Probes made so far; forget(n) drops those made after the first n (a namespace whose pins
+  // stayed is not freed, and waiting for it would wait out the timeout).
   size_t probes() const { return probes_.size(); }
   void forget(size_t n) { probes_.resize(std::min(n, probes_.size())); }
 

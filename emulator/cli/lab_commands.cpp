@@ -334,9 +334,7 @@ int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& 
       continue;
     }
     auto start = Clock::now();
-    const size_t probes = watch ? watch->probes() : 0;
     if (auto r = lab_down(paths, **backend, watch ? &*watch : nullptr); !r) {
-      if (watch) watch->forget(probes);
       print_error(r.error().what());
       code = kExitFailed;
       continue;
