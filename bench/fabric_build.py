@@ -29,6 +29,7 @@ MN_ARGV = ["mn", "--topo", "tree,depth=3,fanout=8", "--switch", "lxbr",
 UP_LINE = re.compile(r"up in ([\d.]+) s: (\d+) hosts, (\d+) switches, (\d+) links"
                      r"(?:, (\d+) routes)?")
 PHASE_LINE = re.compile(r"^  (\w+) +([\d.]+) s$", re.M)  # `up --timings`: where time goes
+KERNEL_LINE = re.compile(r"kernel done freeing the labs? in ([\d.]+) s")  # `down`'s wait
 CLONE_NEWNET = 0x40000000
 LAB_IDS = itertools.count(1)  # lab names b<pid>-<n>: <= 12 chars for --runs <= 100
 
@@ -60,6 +61,12 @@ def timed(argv, secs=300):
 
 def tail(text, lines=8):
     return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
+
+
+def kernel_seconds(down_stdout):
+    """How long `down` waited for the kernel to free the lab (0 when it did not say)."""
+    m = KERNEL_LINE.search(down_stdout)
+    return float(m.group(1)) if m else 0.0
 
 
 def meminfo(settle=0.5):
@@ -134,9 +141,9 @@ def cycle(fabemu, scenario, up_flags, measure_memory=False, down_flags=()):
     if p.returncode != 0:
         raise BenchError(f"fabemu down {lab} exited {p.returncode}:\n{tail(p.stderr + p.stdout)}")
     m = re.search(r"down in ([\d.]+) s", p.stdout)
-    k = re.search(r"kernel done freeing the lab in ([\d.]+) s", p.stdout)
+
     run.update(down_wall=down_wall, down_self=float(m.group(1)) if m else 0.0,
-               kernel_s=float(k.group(1)) if k else 0.0, total_wall=run["up_wall"] + down_wall)
+               kernel_s=kernel_seconds(p.stdout), total_wall=run["up_wall"] + down_wall)
     if measure_memory:  # `down` may return before the kernel's netns cleanup worker is done
         slab_left = mem_before[0]["Slab"] + run["memory_kb"]["Slab"] / 20
         while meminfo(0.02)[0]["Slab"] > slab_left and time.perf_counter() - t0 < 10:
@@ -165,26 +172,40 @@ def empty_netns_cost(n):
     return len(fds), mem_delta(before, after)
 
 
-def wait_netns_freed(tag):
-    """Returns once the kernel has freed every network namespace dropped before the call, the
-    way `fabemu down` waits: two sentinel namespaces dropped one after the other, each with a
-    veth into a watcher; the kernel frees namespaces batch by batch, in order."""
-    watcher, sentinel = f"fabemu-floor-{tag}-w", f"fabemu-floor-{tag}-s"
+def free_and_wait(scratch, fds):
+    """Closes `fds` and deletes the namespace `scratch`, and returns the seconds until the kernel
+    has freed them, found the way `fabemu down` finds it: a veth from `scratch` into a watcher
+    namespace goes when the kernel frees `scratch`, then a sentinel namespace dropped after it
+    (joined the same way) is freed behind everything dropped before. (The veth is needed: the
+    kernel may drop a lazily unmounted namespace's last reference later, from a worker.)"""
+    watcher, sentinel = f"fabemu-floor-{os.getpid()}-w", f"fabemu-floor-{os.getpid()}-s"
+
+    def veth(ns, peer):
+        subprocess.run(["ip", "-n", ns, "link", "add", "x", "type", "veth", "peer", "name", peer,
+                        "netns", watcher], check=True)
+
+    def gone(name):
+        deadline = time.perf_counter() + 60
+        while subprocess.run(["ip", "-n", watcher, "link", "show", name],
+                             capture_output=True).returncode == 0:
+            if time.perf_counter() > deadline:
+                raise BenchError("the kernel was still freeing namespaces after 60 s")
+            time.sleep(0.002)
+
     subprocess.run(["ip", "netns", "add", watcher], check=True)
     try:
-        for _ in range(2):
-            subprocess.run(["ip", "netns", "add", sentinel], check=True)
-            subprocess.run(["ip", "-n", sentinel, "link", "add", "s", "type", "veth", "peer",
-                            "name", "w", "netns", watcher], check=True)
-            subprocess.run(["ip", "netns", "del", sentinel], check=True)
-            deadline = time.perf_counter() + 60
-            while time.perf_counter() < deadline:  # until the watcher's end of the veth goes
-                if subprocess.run(["ip", "-n", watcher, "link", "show", "w"], capture_output=True
-                                  ).returncode != 0:
-                    break
-                time.sleep(0.002)
-            else:
-                raise BenchError("the kernel was still freeing namespaces after 60 s")
+        veth(scratch, "probe")
+        t0 = time.perf_counter()
+        for fd in fds:
+            os.close(fd)
+        fds.clear()
+        subprocess.run(["ip", "netns", "del", scratch], check=True)
+        gone("probe")
+        subprocess.run(["ip", "netns", "add", sentinel], check=True)
+        veth(sentinel, "sentinel")
+        subprocess.run(["ip", "netns", "del", sentinel], check=True)
+        gone("sentinel")
+        return time.perf_counter() - t0
     finally:
         subprocess.run(["ip", "netns", "del", watcher], check=True)
 
@@ -205,25 +226,24 @@ def floor_times(namespaces, veths, emit):
     worker = threading.Thread(target=make)
     worker.start()
     worker.join()
-    ns_s = time.perf_counter() - t0
+    ns_s, made = time.perf_counter() - t0, len(fds)
     scratch = f"fabemu-floor-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", scratch], check=True)
     try:
-        subprocess.run(["ip", "netns", "add", scratch], check=True)
         batch = "".join(f"link add f{i}a type veth peer name f{i}b\n" for i in range(veths))
         t0 = time.perf_counter()
         subprocess.run(["ip", "-n", scratch, "-batch", "-"], input=batch, text=True, check=True)
         veth_s = time.perf_counter() - t0
+        free_s = free_and_wait(scratch, fds)
     finally:
-        t0 = time.perf_counter()
         for fd in fds:
             os.close(fd)
-        subprocess.run(["ip", "netns", "del", scratch], check=False)
-    wait_netns_freed(os.getpid())
-    free_s = time.perf_counter() - t0
-    print(f"floor: {len(fds)} empty network namespaces by one thread {ns_s:.2f} s; {veths} veth "
+        if Path(f"/run/netns/{scratch}").exists():
+            subprocess.run(["ip", "netns", "del", scratch], check=False)
+    print(f"floor: {made} empty network namespaces by one thread {ns_s:.2f} s; {veths} veth "
           f"pairs by one `ip -batch` in one namespace {veth_s:.2f} s; the kernel freeing them all "
           f"{free_s:.2f} s")
-    emit({"bench": "floor", "namespaces": len(fds), "namespaces_s": ns_s, "veths": veths,
+    emit({"bench": "floor", "namespaces": made, "namespaces_s": ns_s, "veths": veths,
           "veths_s": veth_s, "free_s": free_s})
 
 
@@ -265,8 +285,7 @@ def big_fabrics(fabemu, tmp, emit):
             phases = {k: float(v) for k, v in PHASE_LINE.findall(p.stdout)}
         finally:
             down_s, pd = timed([fabemu, "down", lab], 900)
-        freed = re.search(r"kernel done freeing the lab in ([\d.]+) s", pd.stdout)
-        kernel_s = float(freed.group(1)) if freed else 0.0
+        kernel_s = kernel_seconds(pd.stdout)
         print(f"{label}: {m.group(0) if m else '?'}; up {up_s:.1f} s ("
               + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()) + f"), down {down_s:.2f} s"
               f" ({kernel_s:.2f} s of it the kernel freeing the lab)"
