@@ -312,6 +312,17 @@ __attribute__((noinline)) int damage(struct __sk_buff* skb, __u32 key, int copy)
   return 0;
 }
 
+/* A frame the link loses, silently, as a wire does. TC_ACT_SHOT at egress would tell the sending
+ * socket (NET_XMIT_DROP): on a host's own port ping would send the echo again at once and TCP
+ * would see local congestion instead of a loss on the wire. TC_ACT_STOLEN would be silent under
+ * clsact but means "next program" under tcx. A redirect to ifindex 0, which no device has,
+ * frees the frame in skb_do_redirect after the egress hook has already answered
+ * NET_XMIT_SUCCESS, under tcx and clsact alike; on a switch's port (forwarded frames, whose
+ * sender never hears) it is the same drop. */
+static __always_inline int wire_drop(void) {
+  return bpf_redirect(FABEMU_NO_IFINDEX, 0);
+}
+
 SEC("tc")
 int fabemu_shape(struct __sk_buff* skb) {
   __u32 key = skb->ifindex;
@@ -442,16 +453,16 @@ int fabemu_shape(struct __sk_buff* skb) {
   switch (v) {
     case DROP_DOWN:
       cnt->drop_down++;
-      return TC_ACT_SHOT;
+      return wire_drop();
     case DROP_LOSS:
       cnt->drop_loss++;
-      return TC_ACT_SHOT;
+      return wire_drop();
     case DROP_QUEUE:
       cnt->drop_queue++;
-      return TC_ACT_SHOT;
+      return wire_drop();
     case DROP_WATCHDOG:
       cnt->drop_watchdog++;
-      return TC_ACT_SHOT;
+      return wire_drop();
     case PASS:
       break;
   }

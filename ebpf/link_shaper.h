@@ -77,6 +77,10 @@ struct fabemu_link_cfg {
   __u32 duplicate;
 };
 
+/* The program's verdict for a frame the link loses: a redirect to this ifindex, which no device
+ * has, so that the sender is not told (BPF_PROG_TEST_RUN returns TC_ACT_REDIRECT for it). */
+#define FABEMU_NO_IFINDEX 0
+
 /* skb->mark bit of a duplicate on its way through the port again: it is not duplicated twice. */
 #define FABEMU_DUP_MARK 0x80000000U
 
