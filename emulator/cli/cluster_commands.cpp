@@ -408,10 +408,9 @@ int cluster_link_set(const LinkSetArgs& a, const LabPaths& base) {
   if (!launcher) return kExitFailed;
   // Each machine changes the directions that leave its nodes.
   std::vector<std::string> words = {"link"};
-  if (a.down && *a.down) {
-    words.insert(words.end(), {"down", a.lab, a.link});
-  } else if (a.down) {
-    words.insert(words.end(), {"up", a.lab, a.link});
+  if (a.down) {
+    words.insert(words.end(), {*a.down ? "down" : "up", a.lab, a.link});
+    if (!a.reroute) words.push_back("--no-reroute");
   } else {
     words.insert(words.end(), {"set", a.lab, a.link});
 

@@ -55,6 +55,9 @@ struct LinkSetArgs {
   std::string rate, delay, jitter, loss, loss_burst, queue, ecn, pfc, corrupt,
       duplicate;  // "" = unchanged
   std::optional<bool> reorder, down;
+  // With `down`: the switches' routes move off the link (and back at `up`), as the fault
+  // timeline's `down` does unless it says `reroute: false`.
+  bool reroute = true;
   bool accept_degraded = false;
   std::string on;  // --on slurm: a lab across machines
   // The shape settings given, by their link-shape key (`ecn_threshold` is --ecn-threshold):

@@ -4,6 +4,7 @@
 
 #include "apply/lab.h"
 #include "apply/link_control.h"
+#include "apply/reroute.h"
 #include "cli/commands.h"
 #include "scenario/link_shape_text.h"
 
@@ -70,6 +71,15 @@ int cmd_link_set(const LinkSetArgs& args, const LabPaths& base) {
                 after.empty() ? "unshaped" : after.c_str(),
                 c.attached_now ? " (link model attached)" : "");
   }
+  if (!args.down || !args.reroute) return kExitOk;
+  // Down and up move the routes as the fault timeline does (a lab across machines: every
+  // machine its own switches, whoever owns the link).
+  auto rerouted = reroute_link(*model, paths, args.link, *args.down);
+  if (!rerouted) {
+    print_error("link " + std::string(*args.down ? "down" : "up") + ": " + rerouted.error().what());
+    return kExitFailed;
+  }
+  std::printf("%s %s: %s\n", args.lab.c_str(), args.link.c_str(), rerouted->c_str());
   return kExitOk;
 }
 

@@ -108,12 +108,24 @@ int main(int argc, char** argv) {
   link_cmd->require_subcommand(1);
   auto* link_set = link_cmd->add_subcommand(
       "set", "Change the shape of a link (a:b both directions, a>b one); unnamed settings stay");
-  auto* link_down = link_cmd->add_subcommand("down", "Take a link down: it drops everything");
-  auto* link_up = link_cmd->add_subcommand("up", "Bring a link back up with its shape");
+  auto* link_down = link_cmd->add_subcommand(
+      "down",
+      "Take a link down: it drops everything, and (--reroute, the default, as a `down` in the "
+      "fault timeline) the switches' routes move off it as a routing protocol would move them; "
+      "--no-reroute leaves them: a silent blackhole for the flows hashed onto it. A BGP lab's "
+      "routers reroute by themselves (BFD)");
+  auto* link_up = link_cmd->add_subcommand(
+      "up", "Bring a link back up with its shape; with --reroute (the default) the routes return");
   for (auto* c : {link_set, link_down, link_up}) {
     c->add_option("lab", link.lab, "Lab name")->required();
     c->add_option("link", link.link, "a:b or a>b, e.g. leaf1:spine2")->required();
     c->add_option("--on", link.on, on_help);
+  }
+  bool reroute = false, no_reroute = false;  // --reroute is the default, said explicitly
+  for (auto* c : {link_down, link_up}) {
+    c->add_flag("--reroute", reroute,
+                "Move the switches' routes off the link (back on for up): the default");
+    c->add_flag("--no-reroute", no_reroute, "Leave the routes as they are")->excludes("--reroute");
   }
   link_set->add_option("--rate", link.rate, "e.g. 10gbit; 'unlimited' lifts the limit");
   link_set->add_option("--delay", link.delay, "Added one-way delay, e.g. 50us; 0 for none");
@@ -285,6 +297,7 @@ int main(int argc, char** argv) {
   if (reorder || no_reorder) link.reorder = reorder;
   if (link_down->parsed()) link.down = true;
   if (link_up->parsed()) link.down = false;
+  link.reroute = !no_reroute;
   if (link_cmd->parsed())
     return link.on.empty() ? cli::cmd_link_set(link, base) : cli::cluster_link_set(link, base);
   if (run_cmd->parsed())

@@ -31,6 +31,8 @@ struct LabPaths {
   std::string shaping_file() const { return run_dir() + "/shaping"; }
   std::string rdma_file() const { return run_dir() + "/rdma"; }              // rxe or off <why>
   std::string time_scale_file() const { return run_dir() + "/time-scale"; }  // FACTOR <why>
+  // Links whose routes were moved off them (`link down`, the fault timeline): one name a line.
+  std::string failed_links_file() const { return run_dir() + "/failed-links"; }
   // With a lab across machines: which part this machine builds (JSON).
   std::string part_file() const { return run_dir() + "/part"; }
   // Whether rxe carries traffic between namespaces on this kernel, probed once per boot.

@@ -359,3 +359,46 @@ links: {default: {rate: 100mbit}}
 
 }  // namespace
 }  // namespace fabemu::itest
+
+namespace fabemu::itest {
+namespace {
+
+// `link down` moves the routes off the link as a `down` in the fault timeline does: every flow
+// keeps going over the other spine. `--no-reroute` leaves the routes (a blackhole for the flows
+// hashed onto the link), and `link up` brings them back.
+TEST_F(LinkModelTest, LinkDownReroutesLikeTheFaultTimelineUnlessToldNot) {
+  TempScenario sc(kShaped);
+  LabGuard lab(lab_name("lr2"));
+  ASSERT_EQ(lab.up(sc.path()).status, 0);
+  ASSERT_NE(lab.exec("leaf1", {"ip", "route"}).out.find("nexthop"), std::string::npos)
+      << "leaf1's uplinks start as one ECMP group";
+  Outcome down = link(lab, {"down", "leaf1:spine1"});
+  ASSERT_EQ(down.status, 0) << down;
+  EXPECT_NE(down.out.find("rerouted:"), std::string::npos) << down;
+  Outcome r = lab.exec("leaf1", {"ip", "route"});
+  EXPECT_EQ(r.out.find("nexthop"), std::string::npos) << "the group still holds spine1\n" << r;
+  // 16 TCP flows from h1 to h3 (another leaf): with the routes moved, every one carries.
+  Process server = spawn(
+      {kFabemu, "exec", lab.name() + ":h3", "--", *find_tool("iperf3"), "-s", "-1", "-p", "5304"});
+  std::this_thread::sleep_for(300ms);
+  Outcome o =
+      lab.exec("h1", {*find_tool("iperf3"), "-c", "h3", "-p", "5304", "-P", "16", "-t", "2", "-J"});
+  server.stop(0ms);
+  ASSERT_EQ(o.status, 0) << o;
+  auto j = nlohmann::json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("end")) << o;
+  int carried = 0;
+  for (const auto& s : j["end"]["streams"]) carried += s["sender"].value("bytes", 0.0) > 0;
+  EXPECT_EQ(carried, 16) << "flows hashed onto the downed link were blackholed";
+  ASSERT_EQ(link(lab, {"up", "leaf1:spine1"}).status, 0);
+  EXPECT_NE(lab.exec("leaf1", {"ip", "route"}).out.find("nexthop"), std::string::npos)
+      << "link up returns the routes";
+  // --no-reroute: the link drops everything, the group stays.
+  Outcome silent = link(lab, {"down", "leaf1:spine1", "--no-reroute"});
+  ASSERT_EQ(silent.status, 0) << silent;
+  EXPECT_EQ(silent.out.find("rerouted"), std::string::npos) << silent;
+  EXPECT_NE(lab.exec("leaf1", {"ip", "route"}).out.find("nexthop"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fabemu::itest

@@ -1,0 +1,316 @@
+// Drops the link model makes on a host's own port are lost on the wire, as on a switch's port:
+// the sending host's programs are not told (ping counts the echo lost instead of sending it again,
+// TCP retransmits instead of seeing local congestion). One test per kind of drop, each against
+// the same setting on a switch's port in the same lab, measured at the same time.
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "doctor/capabilities.h"
+#include "doctor/system_probe.h"
+#include "lab_fixture.h"
+
+namespace fabemu::itest {
+namespace {
+
+// h1, h2 on leaf1; h3, h4 on leaf2. The host's own port is h1>leaf1 (h1 -> h3 crosses it), the
+// switch's port leaf2>h4 (h2 -> h4 crosses it); no other direction is on both paths, so the two
+// measurements run at once.
+constexpr const char* kLab = R"(name: wire
+seed: 11
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2}
+fabric: {mtu: 1500, lossless: {dscp: [26]}}
+links:
+  default: {rate: 100mbit}
+rdma: {enabled: off}
+)";
+
+constexpr const char* kHostPort = "h1>leaf1";
+constexpr const char* kSwitchPort = "leaf2>h4";
+
+struct Ping {
+  int transmitted = -1, received = -1;
+  std::string output;
+  double loss() const { return transmitted > 0 ? 1.0 - double(received) / transmitted : -1; }
+};
+
+std::ostream& operator<<(std::ostream& os, const Ping& p) {
+  return os << p.received << "/" << p.transmitted << " answered\n" << p.output;
+}
+
+struct Tcp {
+  uint64_t retransmits = 0, bytes = 0;
+  std::string output;
+  double segments() const { return double(bytes) / 1448; }
+};
+
+// 99.9% of a binomial sample's loss fraction falls within p +- this (the normal approximation;
+// n p (1 - p) >= 4 for the rates below). Not 99%: a test makes ten such checks, and which
+// frames a seeded port loses depends on how many crossed it before (TCP's count varies).
+double binomial999(double p, int n) {
+  return 3.291 * std::sqrt(p * (1 - p) / n);
+}
+
+class WireLossTest : public LabTest {
+ protected:
+  void SetUp() override {
+    LabTest::SetUp();
+    if (IsSkipped()) return;
+    if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
+  }
+
+  void up(const std::string& suffix) {
+    lab_.emplace(lab_name(suffix));
+    Outcome o = lab_->up(sc_.path());
+    ASSERT_EQ(o.status, 0) << o;
+    // Neighbours resolved before anything is lost, so that ARP is not part of the count.
+    for (const auto& [from, to] : {std::pair{"h1", "h3"}, std::pair{"h2", "h4"}})
+      ASSERT_EQ(lab_->exec(from, {"/usr/bin/ping", "-c1", "-W5", to}).status, 0);
+  }
+
+  Outcome link(const Argv& args) {
+    Argv full = {"link", args[0], lab_->name()};
+    full.insert(full.end(), args.begin() + 1, args.end());
+    return fabemu(full);
+  }
+
+  // Sets the same thing on the host's port and on the switch's.
+  void set_both(const Argv& settings) {
+    for (const char* dir : {kHostPort, kSwitchPort}) {
+      Argv args = {"set", dir};
+      args.insert(args.end(), settings.begin(), settings.end());
+      Outcome o = link(args);
+      ASSERT_EQ(o.status, 0) << o;
+    }
+  }
+
+  static Argv ping_argv(const std::string& to, int count, const Argv& extra) {
+    Argv a = {"/usr/bin/ping", "-q", "-c", std::to_string(count), "-W", "2"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    a.push_back(to);
+    return a;
+  }
+
+  static Ping parse_ping(const Outcome& o) {
+    Ping p;
+    p.output = o.out + o.err;
+    std::smatch m;
+    if (std::regex_search(o.out, m, std::regex(R"((\d+) packets transmitted, (\d+) received)"))) {
+      p.transmitted = std::stoi(m[1]);
+      p.received = std::stoi(m[2]);
+    }
+    return p;
+  }
+
+  // Pings across the host's port (h1 -> h3) and the switch's (h2 -> h4) at once.
+  std::pair<Ping, Ping> ping_both(int count, const Argv& extra = {"-i", "0.01"}) {
+    std::vector<Argv> cmds;
+    for (const auto& [from, to] : {std::pair{"h1", "h3"}, std::pair{"h2", "h4"}}) {
+      Argv a = {"exec", lab_->name() + ":" + from, "--"};
+      const Argv p = ping_argv(to, count, extra);
+      a.insert(a.end(), p.begin(), p.end());
+      cmds.push_back(fabemu_argv(a));
+    }
+    auto out = run_all(cmds, 2, 120s);
+    return {parse_ping(out[0]), parse_ping(out[1])};
+  }
+
+  // A TCP flow of `seconds` from each sender (h1 -> h3, h2 -> h4) at once: what it sent and
+  // retransmitted, by iperf3's own count.
+  std::pair<Tcp, Tcp> tcp_both(int seconds, const Argv& extra = {}) {
+    std::vector<Process> servers;
+    for (const char* to : {"h3", "h4"})
+      servers.push_back(spawn({kFabemu, "exec", lab_->name() + ":" + to, "--", *find_tool("iperf3"),
+                               "-s", "-1", "-p", "5311"}));
+    std::this_thread::sleep_for(500ms);
+    std::vector<Argv> cmds;
+    for (const auto& [from, to] : {std::pair{"h1", "h3"}, std::pair{"h2", "h4"}}) {
+      Argv a = {
+          kFabemu, "exec", lab_->name() + ":" + from, "--", *find_tool("iperf3"), "-c", to, "-p",
+          "5311",  "-t",   std::to_string(seconds),   "-J"};
+      a.insert(a.end(), extra.begin(), extra.end());
+      cmds.push_back(a);
+    }
+    auto out = run_all(cmds, 2, std::chrono::seconds(seconds + 60));
+    for (auto& s : servers) s.stop(0ms);
+    std::pair<Tcp, Tcp> r;
+    for (int i = 0; i < 2; ++i) {
+      Tcp& t = i == 0 ? r.first : r.second;
+      t.output = out[i].out + out[i].err;
+      auto j = nlohmann::json::parse(out[i].out, nullptr, false);
+      if (j.is_object() && j.contains("end") && j["end"].contains("sum_sent")) {
+        t.retransmits = j["end"]["sum_sent"].value("retransmits", uint64_t(0));
+        t.bytes = j["end"]["sum_sent"].value("bytes", uint64_t(0));
+      }
+    }
+    return r;
+  }
+
+  // Neither sender was told of a drop: ping sent exactly `count` echoes and said nothing of
+  // buffers (a drop reported to the socket makes ping print "No buffer space available" or send
+  // again).
+  static void expect_silent(const Ping& p, int count, const char* where) {
+    EXPECT_EQ(p.transmitted, count) << where << ": " << p;
+    EXPECT_EQ(p.output.find("buffer space"), std::string::npos) << where << ": " << p;
+    EXPECT_EQ(p.output.find("sendmsg"), std::string::npos) << where << ": " << p;
+  }
+
+  // Loss at `p` (a fraction) on both ports: each ping's loss within the binomial 99.9% interval.
+  void expect_binomial(const Ping& host, const Ping& sw, double p, int count) {
+    const double half = binomial999(p, count);
+    std::printf("loss %g%%: host port %.3f, switch port %.3f (99.9%% interval %.3f..%.3f)\n",
+                p * 100, host.loss(), sw.loss(), p - half, p + half);
+    EXPECT_NEAR(host.loss(), p, half) << host;
+    EXPECT_NEAR(sw.loss(), p, half) << sw;
+  }
+
+  // TCP met the drops as losses on both ports: it retransmitted, at comparable rates.
+  void expect_retransmits(const Tcp& host, const Tcp& sw) {
+    std::printf("TCP: host port %llu retransmits of %.0f segments, switch port %llu of %.0f\n",
+                static_cast<unsigned long long>(host.retransmits), host.segments(),
+                static_cast<unsigned long long>(sw.retransmits), sw.segments());
+    ASSERT_GT(host.bytes, 0u) << host.output;
+    ASSERT_GT(sw.bytes, 0u) << sw.output;
+    EXPECT_GT(host.retransmits, 0u) << "TCP saw no loss on the host's own port\n" << host.output;
+    EXPECT_GT(sw.retransmits, 0u) << sw.output;
+  }
+
+  TempScenario sc_{kLab};
+  std::optional<LabGuard> lab_;
+};
+
+TEST_F(WireLossTest, LossOnAHostsPortIsLostOnTheWireAsOnASwitchsPort) {
+  up("wl");
+  constexpr int kCount = 400;
+  for (double p : {0.01, 0.10, 0.50}) {
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%g%%", p * 100);
+    set_both({"--loss", pct});
+    auto [host, sw] = ping_both(kCount);
+    expect_silent(host, kCount, kHostPort);
+    expect_silent(sw, kCount, kSwitchPort);
+    expect_binomial(host, sw, p, kCount);
+    if (p <= 0.10) {
+      auto [th, ts] = tcp_both(3);
+      expect_retransmits(th, ts);
+      // Each lost segment is sent again at least once; at 1% and 10% TCP also keeps going.
+      EXPECT_GE(double(th.retransmits), 0.5 * p * th.segments()) << th.output;
+      EXPECT_GE(double(ts.retransmits), 0.5 * p * ts.segments()) << ts.output;
+    }
+  }
+}
+
+TEST_F(WireLossTest, BurstLossOnAHostsPortIsLostOnTheWire) {
+  up("wb");
+  // Gilbert-Elliott: into the bad state with 10%, out with 50%, everything lost there: 1/6 of
+  // the frames in the long run, in bursts of 2 on average.
+  set_both({"--loss-burst", "10%,50%"});
+  constexpr int kCount = 1000;
+  auto [host, sw] = ping_both(kCount, {"-i", "0.005"});
+  expect_silent(host, kCount, kHostPort);
+  expect_silent(sw, kCount, kSwitchPort);
+  // Bursts make the count vary more than a binomial's: successive frames are correlated
+  // (1 - p - r = 0.4), which inflates the variance (1 + 0.4) / (1 - 0.4) times.
+  const double p = 0.10 / 0.60, half = binomial999(p, kCount) * std::sqrt(1.4 / 0.6);
+  std::printf("burst loss: host port %.3f, switch port %.3f (expected %.3f +- %.3f)\n", host.loss(),
+              sw.loss(), p, half);
+  EXPECT_NEAR(host.loss(), p, half) << host;
+  EXPECT_NEAR(sw.loss(), p, half) << sw;
+  auto [th, ts] = tcp_both(3);
+  expect_retransmits(th, ts);
+}
+
+TEST_F(WireLossTest, ADownHostPortLosesEverythingWithoutTellingTheSender) {
+  up("wd");
+  for (const char* dir : {kHostPort, kSwitchPort}) {
+    Outcome o = link({"down", dir, "--no-reroute"});
+    ASSERT_EQ(o.status, 0) << o;
+  }
+  constexpr int kCount = 20;
+  auto [host, sw] = ping_both(kCount, {"-i", "0.05"});
+  expect_silent(host, kCount, kHostPort);
+  expect_silent(sw, kCount, kSwitchPort);
+  EXPECT_EQ(host.received, 0) << host;
+  EXPECT_EQ(sw.received, 0) << sw;
+  // A datagram sent into the dead link leaves the sender without an error, as into a cut fibre.
+  Outcome udp = lab_->exec("h1", {"/bin/bash", "-c", "echo x > /dev/udp/h3/9"});
+  EXPECT_EQ(udp.status, 0) << udp;
+}
+
+TEST_F(WireLossTest, TailDropsOfAHostsQueueAreLostOnTheWire) {
+  up("wq");
+  // 2 Mbit/s with room for three 1 KB frames: a burst of 16 echoes overflows it on h1's own
+  // port (ping sends them at once) and on leaf2's (they arrive at 100 Mbit/s, as many at once
+  // as h2's socket buffer lets ping send while they wait in h2's own queue: fewer).
+  set_both({"--rate", "2mbit", "--queue", "3500"});
+  constexpr int kCount = 16;
+  auto [host, sw] = ping_both(kCount, {"-l", "16", "-s", "1000", "-i", "1"});
+  std::printf("queue: host port lost %.3f, switch port %.3f of a burst of %d\n", host.loss(),
+              sw.loss(), kCount);
+  expect_silent(host, kCount, kHostPort);
+  expect_silent(sw, kCount, kSwitchPort);
+  EXPECT_GE(host.loss(), 0.5) << host;
+  EXPECT_GT(sw.loss(), 0) << sw;
+  auto [th, ts] = tcp_both(3);
+  expect_retransmits(th, ts);
+}
+
+TEST_F(WireLossTest, CorruptFramesFromAHostAreDiscardedByTheNextHop) {
+  up("wc");
+  set_both({"--corrupt", "10%"});
+  constexpr int kCount = 400;
+  auto [host, sw] = ping_both(kCount);
+  expect_silent(host, kCount, kHostPort);
+  expect_silent(sw, kCount, kSwitchPort);
+  expect_binomial(host, sw, 0.10, kCount);
+  auto [th, ts] = tcp_both(3);
+  expect_retransmits(th, ts);
+}
+
+// PFC's watchdog: h1's lossless traffic (DSCP 26) to h3 through leaf2>h3, a quarter of the
+// rate, pauses h1's own port for longer than its watchdog allows, which then drops the class
+// there: silently, as a switch's watchdog discards its queue.
+TEST_F(WireLossTest, AWatchdogOnAHostsPortDropsTheClassWithoutTellingTheSender) {
+  static SystemProbe probe("/run/fabemu", /*fresh=*/false);
+  static Capabilities caps(probe);
+  if (!caps.fq().yes())
+    GTEST_SKIP() << "no fq on this kernel: PFC needs it (the VM lane runs this)";
+  up("ww");
+  for (Argv a : {Argv{"set", "leaf1:spine1", "--pfc", "60K,20K"},
+                 Argv{"set", "spine1:leaf2", "--pfc", "60K,20K"},
+                 Argv{"set", "h1:leaf1", "--pfc", "60K,20K,10ms"},
+                 Argv{"set", "leaf2>h3", "--rate", "25mbit"}}) {
+    Outcome o = link(a);
+    ASSERT_EQ(o.status, 0) << o;
+  }
+  // TCP in the class fills leaf2's buffer for the spine's frames; the pauses reach h1, each
+  // longer than 10 ms (40 KB drain at 25 Mbit/s: ~13 ms), and the watchdog drops.
+  Process server = spawn({kFabemu, "exec", lab_->name() + ":h3", "--", *find_tool("iperf3"), "-s",
+                          "-1", "-p", "5312"});
+  std::this_thread::sleep_for(500ms);
+  Outcome tcp = lab_->exec(
+      "h1", {*find_tool("iperf3"), "-c", "h3", "-p", "5312", "-t", "3", "--dscp", "26", "-J"});
+  server.stop(0ms);
+  auto j = nlohmann::json::parse(tcp.out, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("end")) << tcp;
+  const uint64_t retransmits = j["end"]["sum_sent"].value("retransmits", uint64_t(0));
+  Outcome st = fabemu({"status", lab_->name(), "--json"});
+  ASSERT_EQ(st.status, 0) << st;
+  auto status = nlohmann::json::parse(st.out, nullptr, false);
+  uint64_t watchdog = 0;
+  for (const auto& l : status["links"])
+    for (const char* side : {"a_to_b", "b_to_a"})
+      if (l.contains(side) && l[side]["direction"] == kHostPort)
+        watchdog = l[side]["counters"].value("drop_watchdog", uint64_t(0));
+  std::printf("watchdog drops on %s: %llu; TCP retransmits %llu\n", kHostPort,
+              static_cast<unsigned long long>(watchdog),
+              static_cast<unsigned long long>(retransmits));
+  ASSERT_GT(watchdog, 0u) << "the watchdog never fired on h1's port\n" << st.out;
+  // The sender met the drops as losses on the wire.
+  EXPECT_GT(retransmits, 0u) << tcp;
+}
+
+}  // namespace
+}  // namespace fabemu::itest
