@@ -17,6 +17,7 @@
 #include "doctor/system_probe.h"
 #include "plan/partition.h"
 #include "runtime/cluster.h"
+#include "runtime/faults.h"
 #include "scenario/loader.h"
 #include "util/files.h"
 #include "util/netlink.h"
@@ -283,6 +284,9 @@ int cmd_up(const UpArgs& args, const LabPaths& base) {
   LabPaths paths;
   int code = bring_up(args, base, up, paths);
   if (code != kExitOk || args.dry_run) return code;
+  if (const std::string note = fault_timeline_note(up->model); !note.empty() && !args.quiet)
+    std::printf("  note: %s (`fabemu run` plays them; a lab brought up by `up` does not)\n",
+                note.c_str());
   const auto hosts = up->model.topo.hosts();
   std::printf("  try: fabemu exec %s:%s -- ping -c3 %s\n", paths.lab.c_str(),
               up->model.topo.nodes[hosts.front()].name.c_str(),

@@ -118,8 +118,9 @@ void print_faults(const LabModel& m, const RunReport& r) {
       std::printf("  %9s  %-40s %s (due %s)\n", when(f.applied_s, f.applied_wall_s).c_str(),
                   f.step.what.c_str(), f.detail.c_str(), when(f.due_s, f.due_wall_s).c_str());
     else
-      std::printf("  %9s  %-40s %s\n", "-", f.step.what.c_str(),
-                  f.error.empty() ? "not reached: the workload ended first" : f.error.c_str());
+      std::printf("  %9s  %-40s %s (due %s)\n", "-", f.step.what.c_str(),
+                  f.error.empty() ? "not played: the workload ended first" : f.error.c_str(),
+                  when(f.due_s, f.due_wall_s).c_str());
   }
 }
 
@@ -247,6 +248,8 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   report.scenario_file = m.scenario.file;
   report.seed = m.scenario.seed;
 
+  if (const std::string note = fault_timeline_note(m); !note.empty() && !args.quiet)
+    std::printf("  note: %s\n", note.c_str());
   auto start = Clock::now();
   auto reach = check_reachability(m, paths);
   if (!reach) {
@@ -259,8 +262,14 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
     run_workload(m, paths, report, code);
   } else if (code != kExitOk && !m.scenario.workload.empty()) {
     std::printf("workload not run: the fabric failed its reachability check\n");
-  } else if (!m.scenario.faults.empty()) {
-    std::printf("faults not played: they are timed from the workload's start, and there is none\n");
+  }
+  // A timeline that did not play at all is reported (and checked) step by step.
+  if (report.faults.empty() && !m.scenario.faults.empty()) {
+    report.faults = fault_log(m, expand_faults(m.scenario));
+    for (AppliedFault& f : report.faults)
+      f.error = m.scenario.workload.empty()
+                    ? "not played: faults are timed from the workload's start, and there is none"
+                    : "not played: the workload did not run";
   }
   code = std::max(code, finish_run(m, report, run));
 

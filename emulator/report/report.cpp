@@ -86,6 +86,31 @@ std::vector<ExpectResult> check_expectations(const Expectations& e, const RunRep
                        std::to_string(drops) + " frames",
                    drops <= *e.max_drops});
   }
+  // The fault timeline: a step not played (the workload ended first, or it failed) fails the
+  // run unless the scenario accepts it; a run that says nothing of it expects every step.
+  if (!r.faults.empty()) {
+    using F = Expectations::FaultsPlayed;
+    const F want = e.faults_played.value_or(F::All);
+    size_t played = 0;
+    const AppliedFault* missed = nullptr;
+    for (const AppliedFault& f : r.faults) {
+      played += f.done;
+      if (!f.done && !missed) missed = &f;
+    }
+    std::string what = std::string("faults_played: ") + (want == F::All ? "all" : "any") +
+                       (e.faults_played ? "" : " (the default with a fault timeline)") + " (" +
+                       std::to_string(played) + " of " + std::to_string(r.faults.size()) +
+                       " steps played";
+    if (missed) {
+      what += "; first not played: " + missed->step.what + " due " +
+              format_time_short(static_cast<uint64_t>(missed->due_s * 1e9));
+      if (missed->due_wall_s != missed->due_s)
+        what += printf_string(" = %.1f s of wall clock", missed->due_wall_s);
+      what += ": " + (missed->error.empty() ? "the workload ended first" : missed->error);
+      if (want == F::All) what += "; `expect: {faults_played: any}` accepts a longer timeline";
+    }
+    out.push_back({what + ")", want == F::Any || !missed});
+  }
   return out;
 }
 

@@ -9,7 +9,9 @@
 #include "apply/cgroup.h"
 #include "apply/journal.h"
 #include "apply/link_control.h"
+#include "apply/reroute.h"
 #include "apply/rtnl.h"
+#include "model/workload_estimate.h"
 #include "runtime/host_faults.h"
 #include "util/netns.h"
 #include "util/prng.h"
@@ -30,13 +32,6 @@ struct Jitter {
     return z % (max_ns + 1);
   }
 };
-
-std::string route_key(const Route& r) {
-  std::string k = r.dst.str();
-  for (const Nexthop& h : r.nexthops) k += " " + h.gateway.str() + "@" + std::to_string(h.link);
-  if (r.src) k += " src " + r.src->str();
-  return k;
-}
 
 }  // namespace
 
@@ -135,15 +130,52 @@ std::vector<FaultStep> expand_faults(const Scenario& s) {
   return steps;
 }
 
-FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vector<FaultStep> steps)
-    : model_(model), paths_(paths), current_(model.routes) {
+std::vector<AppliedFault> fault_log(const LabModel& model, std::vector<FaultStep> steps) {
+  std::vector<AppliedFault> log;
   for (auto& s : steps) {
     AppliedFault a;
     a.due_s = 1e-9 * double(s.at_ns);
     a.due_wall_s = model.time_scale.wall_s(a.due_s);
     a.step = std::move(s);
-    log_.push_back(std::move(a));
+    log.push_back(std::move(a));
   }
+  return log;
+}
+
+std::string fault_timeline_note(const LabModel& m) {
+  const auto steps = expand_faults(m.scenario);
+  if (steps.empty()) return "";
+  const TimeScale& t = m.time_scale;
+  const double last_s = 1e-9 * double(steps.back().at_ns);
+  auto both = [&](double real_s) {
+    return format_time_short(static_cast<uint64_t>(real_s * 1e9)) +
+           (t.dilated() ? printf_string(" of the real fabric (%.1f s of wall clock at x%s)",
+                                        t.wall_s(real_s), format_factor(t.factor).c_str())
+                        : "");
+  };
+  std::string note = "faults: " + std::to_string(steps.size()) +
+                     (steps.size() == 1 ? " step, due " : " steps, the last due ") + both(last_s) +
+                     " after the workload starts";
+  const WorkloadEstimate w = estimate_workload(m);
+  if (m.scenario.workload.empty())
+    return note + "; there is no workload to time them from: none will be played";
+  if (w.unknown_steps == int(m.scenario.workload.size())) return note;
+  note +=
+      "; the workload takes about " + both(w.real_s) + " by the link model, plus " +
+      (w.unknown_steps ? "its " + std::to_string(w.unknown_steps) + " steps of unknown length and "
+                       : std::string()) +
+      "starting its ranks";
+  size_t late = 0;
+  for (const FaultStep& s : steps) late += 1e-9 * double(s.at_ns) > w.real_s;
+  if (late == 0) return note;
+  return note + ": " + std::to_string(late) + (late == 1 ? " step " : " steps ") +
+         (w.unknown_steps ? "may" : "will") +
+         " come after its end and not be played, which fails the run unless the scenario says "
+         "`expect: {faults_played: any}`";
+}
+
+FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vector<FaultStep> steps)
+    : model_(model), paths_(paths), log_(fault_log(model, std::move(steps))) {
   // Opening the maps loads and verifies the link model: here, before the workload starts, so
   // that a link fault lands when it is due even while the ranks keep every CPU busy. (Opened
   // late, apply() tries again and says why it cannot.)
@@ -284,89 +316,22 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
     return std::string(here ? "link model updated" : kElsewhere);
   auto dirs = find_directions(model_.topo, s.target);
   if (!dirs) return dirs.error();
-  for (const Direction& d : *dirs) {
-    if (s.kind == K::Down)
-      failed_.insert(d.link);
-    else
-      failed_.erase(d.link);
+  std::vector<int> links;
+  for (const Direction& d : *dirs) links.push_back(d.link);
+  if (!rerouter_) {
+    auto r = Rerouter::open(model_, paths_);
+    if (!r) return r.error();
+    rerouter_.emplace(std::move(*r));
   }
-  if (!model_.bgp.empty()) {
-    const auto& bfd = model_.scenario.fabric.bfd;
-    return std::string(s.kind == K::Down ? "link model drops everything" : "link model carries") +
-           "; BGP reroutes (" +
-           (bfd ? "BFD every " + format_time_ns(bfd->interval_ns) + " x " +
-                      std::to_string(bfd->multiplier)
-                : std::string("no BFD: BGP's hold timer")) +
-           ")" + (fib_ ? "" : "; FIB changes not recorded: " + fib_error_);
-  }
-  return reroute();
-}
-
-Result<std::string> FaultPlayer::reroute() {
-  const bool ovs = ovs_switches(model_);
-  auto next = plan_routes(model_.topo, model_.addresses, failed_);
-  if (!next)
-    return std::string(ovs ? "flows" : "routes") + " unchanged: no way around the failed links (" +
-           next.error().what() + ")";
-  int switches = 0, changes = 0;
-  for (int sw : model_.topo.switches()) {
-    if (!local_node(model_, sw)) continue;  // its machine reroutes it
-    std::map<std::string, const Route*> before, after;
-    for (const Route& r : current_[sw]) before[r.dst.str()] = &r;
-    for (const Route& r : (*next)[sw]) after[r.dst.str()] = &r;
-    std::vector<const Route*> put;
-    std::vector<Prefix> drop;
-    for (const auto& [dst, r] : after)
-      if (!before.count(dst) || route_key(*before[dst]) != route_key(*r)) put.push_back(r);
-    for (const auto& [dst, r] : before)
-      if (!after.count(dst)) drop.push_back(r->dst);
-    if (put.empty() && drop.empty()) continue;
-    ++switches;
-    changes += static_cast<int>(put.size() + drop.size());
-    if (ovs) {
-      // An OVS switch gets the flows and groups of its new routes, in one bundle.
-      FABEMU_TRY(replace_bridge(sw, (*next)[sw]));
-      continue;
-    }
-    const std::string where = node_ns(model_, paths_, sw);
-    FABEMU_TRY(run_in_netns(node_netns_path(model_, paths_, sw), [&]() -> Result<void> {
-      auto sock = RtnlSocket::open();
-      if (!sock) return sock.error();
-      for (const Route* r : put) {
-        std::vector<RtnlSocket::Hop> hops;
-        for (const Nexthop& h : r->nexthops) {
-          const std::string& ifname = model_.topo.links[h.link].end(sw).ifname;
-          const unsigned idx = ::if_nametoindex(ifname.c_str());
-          if (idx == 0) return errno_error("finding " + ifname + " in " + where);
-          hops.push_back({h.gateway, static_cast<int>(idx)});
-        }
-        FABEMU_TRY(sock->replace_route(r->dst, hops, r->src, r->dst.str() + " in " + where));
-      }
-      for (const Prefix& p : drop) FABEMU_TRY(sock->delete_route(p, p.str() + " in " + where));
-      return ok();
-    }));
-  }
-  current_ = std::move(*next);
-  if (ovs)
-    return "rerouted: flows and groups replaced on " + std::to_string(switches) + " OVS bridges";
-  return "rerouted: " + std::to_string(changes) + " route changes on " + std::to_string(switches) +
-         " switches";
-}
-
-Result<void> FaultPlayer::replace_bridge(int sw, const std::vector<Route>& routes) {
-  if (!ovs_tools_) {
-    auto tools = find_ovs_tools();
-    if (!tools) return tools.error();
-    ovs_tools_ = std::move(*tools);
-  }
-  if (pool_ < 0) {
-    auto j = read_journal(paths_.journal());
-    if (!j) return j.error();
-    pool_ = j->pool;
-  }
-  return replace_ovs_flows(*ovs_tools_, paths_.ovs_dir(),
-                           ovs_bridge(model_.topo, model_.addresses, routes, sw,
-                                      model_.scenario.fabric, model_.scenario.seed, pool_));
+  auto rerouted = rerouter_->set_failed(links, s.kind == K::Down);
+  if (!rerouted || model_.bgp.empty()) return rerouted;
+  const auto& bfd = model_.scenario.fabric.bfd;
+  return std::string(s.kind == K::Down ? "link model drops everything" : "link model carries") +
+         "; BGP reroutes (" +
+         (bfd ? "BFD every " + format_time_ns(bfd->interval_ns) + " x " +
+                    std::to_string(bfd->multiplier)
+              : std::string("no BFD: BGP's hold timer")) +
+         ")" + (fib_ ? "" : "; FIB changes not recorded: " + fib_error_);
 }
 
 }  // namespace fabemu

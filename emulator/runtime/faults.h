@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "apply/ovs.h"
+#include "apply/reroute.h"
 #include "plan/plan.h"
 #include "runtime/fib_watch.h"
 #include "shaping/link_shaper.h"
@@ -72,6 +72,14 @@ struct AppliedFault {
   std::optional<double> fib_first_s, fib_last_s;
 };
 
+// The timeline as not played (yet): each step with its due times, real and wall.
+std::vector<AppliedFault> fault_log(const LabModel& model, std::vector<FaultStep> steps);
+
+// What a run of this lab will make of its fault timeline, said before the workload starts: when
+// the last step is due on the wall clock (a dilated lab's 1 s is N s) against the workload's
+// length by the link model, and which steps the workload will end before. Empty without faults.
+std::string fault_timeline_note(const LabModel& model);
+
 // Plays the timeline from `start` on a thread of its own, at the lab's time scale (a step due at
 // t of the real fabric is applied t x N after the start); stop() (or the destructor) ends it
 // and skips what was not due yet. Link steps go through the link model's maps (`down` drops
@@ -93,21 +101,14 @@ class FaultPlayer {
  private:
   void run(std::stop_token stop);
   Result<std::string> apply(const FaultStep& s);
-  // Every local switch gets the routes of the fabric without the failed links: a router by
-  // route changes (replaced, deleted by destination), an OVS switch by its bridge's flows.
-  Result<std::string> reroute();
-  Result<void> replace_bridge(int sw, const std::vector<Route>& routes);
 
   const LabModel& model_;
   const LabPaths& paths_;
   std::vector<AppliedFault> log_;
-  std::optional<LinkShaper> maps_;           // the link model's, opened at the first link step
-  std::set<int> failed_;                     // links down with reroute
-  std::vector<std::vector<Route>> current_;  // the routes installed now
-  std::unique_ptr<FibWatcher> fib_;          // routing: bgp
-  std::optional<OvsTools> ovs_tools_;        // OVS switches: found at the first reroute
-  int pool_ = -1;                            // the lab's address pool (OVS MACs carry it)
-  std::string fib_error_;                    // why there is no watcher
+  std::optional<LinkShaper> maps_;    // the link model's, opened at the first link step
+  std::optional<Rerouter> rerouter_;  // opened at the first link step that reroutes
+  std::unique_ptr<FibWatcher> fib_;   // routing: bgp
+  std::string fib_error_;             // why there is no watcher
   std::chrono::steady_clock::time_point t0_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;  // waits end early when the thread is asked to stop

@@ -279,8 +279,13 @@ struct Expectations {
   std::optional<bool> completes;          // every workload step succeeded
   std::optional<uint64_t> busbw_min_bps;  // each collective step's busbw at its largest size
   std::optional<uint64_t> max_drops;      // frames the link model dropped, all links, whole run
+  // How much of the fault timeline must have been played: `all` (what a run with faults checks
+  // unless told otherwise: a step the workload ended before, or that failed, fails the run) or
+  // `any` (played or not: a timeline longer than the workload on purpose).
+  enum class FaultsPlayed { All, Any };
+  std::optional<FaultsPlayed> faults_played;
   SourceLoc loc;
-  bool empty() const { return !completes && !busbw_min_bps && !max_drops; }
+  bool empty() const { return !completes && !busbw_min_bps && !max_drops && !faults_played; }
 };
 
 // `time_scale`: the lab runs N times slower than the real fabric the scenario describes (see

@@ -316,13 +316,20 @@ std::vector<FaultEvent> read_faults(const Field& list, uint32_t mtu) {
 }
 
 Expectations read_expect(const Field& f) {
-  f.check_keys({"completes", "busbw_min", "max_drops"});
+  f.check_keys({"completes", "busbw_min", "max_drops", "faults_played"});
   Expectations e;
   e.loc = f.loc();
   if (auto c = f.find("completes")) e.completes = c->boolean();
   if (auto b = f.find("busbw_min")) e.busbw_min_bps = b->parsed(parse_rate);
   if (auto d = f.find("max_drops")) e.max_drops = static_cast<uint64_t>(d->integer(0));
-  if (e.empty()) f.fail("expects nothing; give completes, busbw_min (e.g. 20mbit) or max_drops");
+  if (auto p = f.find("faults_played")) {
+    using F = Expectations::FaultsPlayed;
+    e.faults_played = p->choice<F>({{"all", F::All}, {"any", F::Any}});
+  }
+  if (e.empty())
+    f.fail(
+        "expects nothing; give completes, busbw_min (e.g. 20mbit), max_drops or faults_played "
+        "(all or any)");
   return e;
 }
 

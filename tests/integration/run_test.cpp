@@ -203,3 +203,46 @@ TEST_F(RunTest, GraphWritesSvgAndDotOfAScenario) {
 
 }  // namespace
 }  // namespace fabemu::itest
+
+namespace fabemu::itest {
+namespace {
+
+// A fault timeline longer than the workload must not pass unnoticed: x1000, a fault due after
+// 100 ms of the real fabric is 100 s of wall clock, and a one-host `true` ends long before. The
+// run says so and fails; `expect: {faults_played: any}` accepts it.
+TEST_F(RunTest, AFaultTheWorkloadEndsBeforeFailsTheRunUnlessAccepted) {
+  const std::string scenario =
+      "name: late\ntime_scale: 1000\n"
+      "topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 1}\n"
+      "links: {default: {rate: 1gbit}}\nrdma: {enabled: off}\n"
+      "workload:\n  - exec: {hosts: [h1], command: [\"true\"]}\n"
+      "faults:\n  - {at: 100ms, link: \"leaf1:spine1\", down: true}\n";
+  for (const bool accepted : {false, true}) {
+    TempScenario sc(scenario + (accepted ? "expect: {faults_played: any}\n" : ""));
+    const std::string lab = lab_name(accepted ? "rla" : "rl");
+    LabGuard guard(lab);
+    Outcome o = fabemu({"run", sc.path(), "--lab", lab, "--report", dir_, "--accept-degraded"});
+    EXPECT_NE(o.out.find("faults: 1 step, due 100ms of the real fabric (100.0 s of wall clock "
+                         "at x1000)"),
+              std::string::npos)
+        << "said before the workload starts\n"
+        << o;
+    EXPECT_NE(o.out.find("not played: the workload ended first (due 100ms (100.00 s))"),
+              std::string::npos)
+        << o;
+    if (accepted) {
+      EXPECT_EQ(o.status, 0) << o;
+      EXPECT_NE(o.out.find("expect ok: faults_played: any (0 of 1 steps played"), std::string::npos)
+          << o;
+    } else {
+      EXPECT_EQ(o.status, 1) << o;
+      EXPECT_NE(o.out.find("expect FAILED: faults_played: all (the default with a fault "
+                           "timeline) (0 of 1 steps played"),
+                std::string::npos)
+          << o;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fabemu::itest

@@ -173,6 +173,72 @@ TEST(Expectations, EachIsCheckedAgainstTheRun) {
   EXPECT_NE(bad[2].what.find("dropped 51 frames"), std::string::npos) << bad[2].what;
 }
 
+// A fault timeline that did not play to its end fails the run, unless the scenario accepts it.
+TEST(Expectations, EveryFaultMustBePlayedUnlessTheScenarioSaysAny) {
+  const Scenario s = load(kFaulty);
+  auto m = build_model(s, 0);
+  ASSERT_TRUE(m.ok());
+  RunReport r = report_with(0.003, 10, true);
+  r.faults = fault_log(*m, expand_faults(s));
+  for (size_t i = 0; i + 1 < r.faults.size(); ++i) r.faults[i].done = true;
+  auto e = check_expectations(s.expect, r);
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_FALSE(e[3].ok) << e[3].what;
+  EXPECT_NE(e[3].what.find("9 of 10 steps played"), std::string::npos) << e[3].what;
+  EXPECT_NE(e[3].what.find("leaf2:spine1 down (no reroute) due 5s"), std::string::npos)
+      << e[3].what;
+  EXPECT_NE(e[3].what.find("the workload ended first"), std::string::npos) << e[3].what;
+  EXPECT_NE(e[3].what.find("faults_played: any"), std::string::npos) << "says the way out";
+  Expectations any = s.expect;
+  any.faults_played = Expectations::FaultsPlayed::Any;
+  e = check_expectations(any, r);
+  EXPECT_TRUE(e[3].ok) << e[3].what;
+  r.faults.back().done = true;
+  e = check_expectations(s.expect, r);
+  EXPECT_TRUE(e[3].ok) << e[3].what;
+}
+
+TEST(Expectations, FaultsPlayedIsReadAndCheckedForItsWords) {
+  Scenario s = load(R"(name: f
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+expect: {faults_played: any}
+)");
+  EXPECT_EQ(s.expect.faults_played, Expectations::FaultsPlayed::Any);
+  auto bad = load_scenario_string(R"(name: f
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+expect: {faults_played: some}
+)",
+                                  "bad.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("bad.yaml:3:"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("expect.faults_played"), std::string::npos)
+      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("valid: all, any"), std::string::npos) << bad.error().message;
+}
+
+// Before the workload starts, `run` says when the last fault is due on the wall clock and which
+// steps the workload, by the link model, ends before.
+TEST(Faults, TheTimelineNoteSaysWhichStepsComeAfterTheWorkload) {
+  auto m = build_model(load(R"(name: f
+time_scale: 2500
+topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}
+links: {default: {rate: 100gbit, delay: 1us}}
+workload:
+  - {collective: allreduce, sizes: [1M], iterations: 3}
+faults:
+  - {at: 10us, link: "leaf1:spine1", set: {loss: 1%}}
+  - {at: 1s, link: "leaf1:spine1", down: true}
+)"),
+                       0);
+  ASSERT_TRUE(m.ok());
+  const std::string note = fault_timeline_note(*m);
+  EXPECT_NE(note.find("the last due 1s of the real fabric (2500.0 s of wall clock at x2500)"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("1 step will come after its end"), std::string::npos) << note;
+  EXPECT_NE(note.find("faults_played: any"), std::string::npos) << note;
+}
+
 TEST(Report, HtmlHasTheTopologyThePlotsAndTheFaultsAndJsonLinesEveryRecord) {
   auto m = build_model(load(kFaulty), 0);
   ASSERT_TRUE(m.ok());
