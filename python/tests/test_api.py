@@ -42,6 +42,11 @@ def fake(tmp_path, monkeypatch):
         open({str(log)!r}, "a").write(json.dumps(args) + "\\n")
         cmd = args[0]
         if cmd == "up":
+            if "slow.yaml" in args:
+                import time; time.sleep(60)
+            if "taken.yaml" in args:
+                print("fabemu: lab 'x' already exists (/run/fabemu/x); `fabemu down x` first, "
+                      "or pick another --lab", file=sys.stderr); sys.exit(1)
             if "bad.yaml" in args:
                 print("fabemu: bad.yaml:3:5: links.rate: not a rate", file=sys.stderr); sys.exit(2)
             if "nofq.yaml" in args:
@@ -101,10 +106,23 @@ def test_errors_carry_the_message_and_exit_code(fake):
     with pytest.raises(fabemu.FabemuError) as e:
         fabemu.Lab.up("nofq.yaml", lab="x")
     assert e.value.unsupported and "needs the fq qdisc" in e.value.message
-    assert ["down", "x"] in fake()  # a failed up leaves nothing half made
     with pytest.raises(fabemu.NoSuchLab) as e:
         fabemu.Lab("gone").status()
     assert e.value.exit_code == 3
+
+
+def test_a_refused_up_leaves_the_lab_of_that_name_alone(fake):
+    with pytest.raises(fabemu.FabemuError) as e:
+        fabemu.Lab.up("taken.yaml", lab="x")
+    assert e.value.exit_code == 1 and "already exists" in e.value.message
+    assert ["down", "x"] not in fake()  # someone else's lab
+
+
+def test_an_up_that_timed_out_takes_its_half_made_lab_down(fake):
+    with pytest.raises(fabemu.FabemuError) as e:
+        fabemu.Lab.up("slow.yaml", lab="x", timeout=1)
+    assert e.value.exit_code == 124
+    assert fake()[-1] == ["down", "x"]
 
 
 def test_status_is_typed(fake):
