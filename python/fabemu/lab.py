@@ -244,10 +244,17 @@ class Lab:
            time_scale: Union[None, float, str] = None, accept_degraded: bool = False,
            timeout: Optional[float] = 900, env: Optional[Mapping[str, str]] = None) -> "Lab":
         """`fabemu up SCENARIO`. Raises FabemuError (exit_code 5, `.unsupported`, when this
-        machine cannot build it; the message says what is missing)."""
+        machine cannot build it; the message says what is missing). A lab named `lab` that is
+        already up is refused (exit 1) and left alone."""
         args = build_args("up", scenario, lab, time_scale, accept_degraded)
         try:
             out = call(args, timeout=timeout, env=env).stdout
+        except FabemuError as e:
+            # An up that exited by itself took down what it had made; one that refused because a
+            # lab of that name exists must leave that lab alone. Timed out or killed: half made.
+            if lab and (e.exit_code == 124 or e.exit_code < 0):
+                call(["down", lab], check=False, timeout=300)
+            raise
         except BaseException:
             # A half-built lab (an interrupted up) is taken down again.
             if lab:

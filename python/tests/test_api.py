@@ -2,6 +2,7 @@
 the CLI's JSON, and that errors carry the CLI's message and exit code."""
 import json
 import stat
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -42,6 +43,11 @@ def fake(tmp_path, monkeypatch):
         open({str(log)!r}, "a").write(json.dumps(args) + "\\n")
         cmd = args[0]
         if cmd == "up":
+            if "slow.yaml" in args:
+                import time; time.sleep(60)
+            if "taken.yaml" in args:
+                print("fabemu: lab 'x' already exists (/run/fabemu/x); `fabemu down x` first, "
+                      "or pick another --lab", file=sys.stderr); sys.exit(1)
             if "bad.yaml" in args:
                 print("fabemu: bad.yaml:3:5: links.rate: not a rate", file=sys.stderr); sys.exit(2)
             if "nofq.yaml" in args:
@@ -101,10 +107,23 @@ def test_errors_carry_the_message_and_exit_code(fake):
     with pytest.raises(fabemu.FabemuError) as e:
         fabemu.Lab.up("nofq.yaml", lab="x")
     assert e.value.unsupported and "needs the fq qdisc" in e.value.message
-    assert ["down", "x"] in fake()  # a failed up leaves nothing half made
     with pytest.raises(fabemu.NoSuchLab) as e:
         fabemu.Lab("gone").status()
     assert e.value.exit_code == 3
+
+
+def test_a_refused_up_leaves_the_lab_of_that_name_alone(fake):
+    with pytest.raises(fabemu.FabemuError) as e:
+        fabemu.Lab.up("taken.yaml", lab="x")
+    assert e.value.exit_code == 1 and "already exists" in e.value.message
+    assert ["down", "x"] not in fake()  # someone else's lab
+
+
+def test_an_up_that_timed_out_takes_its_half_made_lab_down(fake):
+    with pytest.raises(fabemu.FabemuError) as e:
+        fabemu.Lab.up("slow.yaml", lab="x", timeout=1)
+    assert e.value.exit_code == 124
+    assert fake()[-1] == ["down", "x"]
 
 
 def test_status_is_typed(fake):
@@ -163,8 +182,22 @@ def test_run_reads_the_report(fake, tmp_path):
 
 def test_lab_names_fit_fabemus_rules():
     for nodeid in ["t/test_x.py::test_ddp_training_survives_a_link_flap",
-                   "a.py::TestK::test_[param-1]", "b.py::zz"]:
+                   "a.py::TestK::test_[param-1]", "b.py::zz", "c.py::test_"]:
         name = lab_name_for(nodeid)
         assert 1 <= len(name) <= 12 and all(c.isalnum() or c == "-" for c in name), name
-        assert name == name.lower()
+        assert name == name.lower() and not name.startswith("-"), name
     assert lab_name_for("a.py::test_x") != lab_name_for("b.py::test_x")
+    assert lab_name_for("t.py::test_ddp_training").startswith("ddptr-")  # recognisable
+
+
+def test_lab_names_differ_between_runs():
+    nodeid = "test_suite.py::test_it#0"
+    assert lab_name_for(nodeid, "run-a") == lab_name_for(nodeid, "run-a")
+    assert lab_name_for(nodeid, "run-a") != lab_name_for(nodeid, "run-b")
+    # Two pytest processes (two checkouts, two CI jobs) name the same test's lab differently.
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from fabemu.pytest_plugin import lab_name_for; print(lab_name_for(sys.argv[2]))")
+    names = {subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent.parent),
+                             nodeid], capture_output=True, text=True, check=True).stdout.strip()
+             for _ in range(2)}
+    assert len(names) == 2 and lab_name_for(nodeid) not in names, names
