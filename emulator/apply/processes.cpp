@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -43,6 +46,36 @@ bool in_namespaces(const std::string& proc_dir, const std::set<NsId>& ids) {
   return found;
 }
 
+// The start time of /proc/PID (field 22 of its stat, in clock ticks since boot), 0 when there
+// is no such process: with the PID it names one process, even after the PID is reused.
+uint64_t start_time(int pid) {
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return 0;
+  char buf[1024];
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // The command name (field 2) may hold spaces and ')': the fields after it follow the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return 0;
+  unsigned long long start = 0;
+  if (std::sscanf(p + 2,
+                  "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+                  "%*d %llu",
+                  &start) != 1)
+    return 0;
+  return start;
+}
+
+// Until every process in `procs` has been reaped (a killed daemon stays a zombie until its
+// parent, often PID 1, waits for it, and `pgrep` still lists it), or `bound` has passed.
+void wait_reaped(const std::map<int, uint64_t>& procs, std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (const auto& [pid, start] : procs)
+    while (start_time(pid) == start && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
 }  // namespace
 
 std::vector<int> processes_in_namespaces(const std::vector<std::string>& ns_paths) {
@@ -67,12 +100,23 @@ Result<void> kill_processes_in_namespaces(const std::vector<std::string>& ns_pat
   using namespace std::chrono;
   auto pids = processes_in_namespaces(ns_paths);
   if (pids.empty()) return ok();
+  // Each one the lab had, by PID and start time: gone from the namespaces is not yet gone from
+  // the machine (a daemon's zombie waits for PID 1 to reap it: a BGP lab's 20 bgpd outlived
+  // `down` by a second), and whoever checks for leftovers after `down` must find none.
+  std::map<int, uint64_t> seen;
   for (int sig : {SIGTERM, SIGKILL}) {
-    for (int pid : pids) ::kill(pid, sig);
+    for (int pid : pids) {
+      seen.emplace(pid, start_time(pid));
+      ::kill(pid, sig);
+    }
     auto deadline = steady_clock::now() + (sig == SIGTERM ? seconds(2) : seconds(5));
     while (steady_clock::now() < deadline) {
       pids = processes_in_namespaces(ns_paths);
-      if (pids.empty()) return ok();
+      if (pids.empty()) {
+        // A parent that never reaps keeps its zombies: not ours to wait for beyond this.
+        wait_reaped(seen, seconds(3));
+        return ok();
+      }
       std::this_thread::sleep_for(milliseconds(20));
     }
   }
