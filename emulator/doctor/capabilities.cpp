@@ -281,17 +281,28 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& 
   if (factor != 1 || !flag.empty()) out.why = source;
   std::string why;
   if (auto cap = caps.capacity(/*measure=*/false, why); cap && demand) {
-    const double need =
-        readable_factor(std::max(*demand / cap->frame_hops_per_s, latency_time_scale(m, *cap)));
+    // Either limit may be the one the factor misses: say which (the frames fit and the steps'
+    // overhead does not is common for a small lab in real time).
+    const double bandwidth = *demand / cap->frame_hops_per_s;
+    const double latency = latency_time_scale(m, *cap);
+    const double need = readable_factor(std::max(bandwidth, latency));
     if (need > factor) {
-      char buf[320];
-      std::snprintf(buf, sizeof buf,
-                    "time scale x%s is too small for this machine: the lab needs %.3g "
-                    "frame-hops/s of wall clock, this machine carries %.3g; expect the CPU, not "
-                    "the links, to set busbw (auto would pick x%s)",
-                    format_factor(factor).c_str(), *demand / factor, cap->frame_hops_per_s,
-                    format_factor(need).c_str());
-      out.notes.push_back(buf);
+      std::vector<std::string> short_of;
+      if (bandwidth > factor)
+        short_of.push_back(printf_string(
+            "the lab needs %.3g frame-hops/s of wall clock and this machine carries %.3g",
+            *demand / factor, cap->frame_hops_per_s));
+      if (latency > factor)
+        short_of.push_back(printf_string(
+            "this machine adds %.2g ms of wall clock to each collective step, more than 5%% of "
+            "the lab's smallest step below x%.0f",
+            cap->step_overhead_s * 1e3, latency));
+      std::string text =
+          "time scale x" + format_factor(factor) + " is too small for this machine: ";
+      for (size_t i = 0; i < short_of.size(); ++i) text += (i ? "; and " : "") + short_of[i];
+      out.notes.push_back(text +
+                          "; expect the CPU, not the links, to set busbw (auto would pick x" +
+                          format_factor(need) + ")");
     }
   }
   return out;
