@@ -277,9 +277,9 @@ void print_links(const Json& j) {
     for (const char* dir : {"a_to_b", "b_to_a"})
       if (link.contains(dir) && link[dir].contains("shape"))
         pfc |= link[dir]["shape"].contains("pfc");
-  std::printf("\n%-22s %-5s %-17s %-17s %-6s %10s %8s %8s %8s %9s%s  %s\n", "LINK", "STATE",
-              "A ADDRESS", "B ADDRESS", "DIR", "PACKETS", "DROPS", "QDROPS", "CE", "QDELAY99",
-              pfc ? "     PAUSED  PAUSES" : "", "SHAPE (live)");
+  std::printf("\n%-22s %-5s %-25s %-25s %-6s %10s %8s %8s %8s %9s%s  %s\n", "LINK", "STATE",
+              "A NODE/PORT ADDRESS", "B NODE/PORT ADDRESS", "DIR", "PACKETS", "DROPS", "QDROPS",
+              "CE", "QDELAY99", pfc ? "     PAUSED  PAUSES" : "", "SHAPE (live)");
   for (const Json& link : j["links"]) {
     const Json &a = link["a"], &b = link["b"];
     const bool up = link_up(link);
@@ -298,8 +298,10 @@ void print_links(const Json& j) {
                                  ? "<" + format_time_short(std::max<unsigned long long>(
                                              1, num(c, "queue_delay_p99_ns")))
                                  : "-";
+      // The port with its node: a switch's ports are named after their peers ("h1" on leaf1),
+      // which alone would read as the peer's address.
       auto end_text = [](const Json& e) {
-        return e.value("ifname", "") + " " + e.value("address", "");
+        return e.value("node", "") + "/" + e.value("ifname", "") + " " + e.value("address", "");
       };
       std::string paused;
       if (pfc) {
@@ -311,7 +313,7 @@ void print_links(const Json& j) {
       }
       if (num(c, "drop_watchdog"))
         text += " [PFC watchdog dropped " + std::to_string(num(c, "drop_watchdog")) + "]";
-      std::printf("%-22s %-5s %-17s %-17s %-6s %10llu %8llu %8llu %8llu %9s%s  %s\n",
+      std::printf("%-22s %-5s %-25s %-25s %-6s %10llu %8llu %8llu %8llu %9s%s  %s\n",
                   back ? "" : link.value("name", "").c_str(), back ? "" : (up ? "up" : "DOWN"),
                   back ? "" : end_text(a).c_str(), back ? "" : end_text(b).c_str(),
                   back ? "b>a" : "a>b", shaped ? num(c, "packets") : num(from, "tx_packets"),
