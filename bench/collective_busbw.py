@@ -44,7 +44,7 @@ def measure(fabemu, collective, lab, args, tag):
     """One run of fabemu-collective on every host; returns {size: result line}."""
     shared = Path("/run/fabemu") / lab / "shared"
     predict, out = shared / "predict.json", shared / f"{tag}.jsonl"
-    predict.write_text(run([fabemu, "predict", lab]))
+    predict.write_text(run([fabemu, "predict", lab, "--json"]))
     env = dict(os.environ, FABEMU_RUN_ID=f"{tag}-{time.time_ns()}")
     p = subprocess.run([fabemu, "exec", lab, "--all", "--no-tag", "--", collective,
                         "--collective", args.collective, "--sizes", args.sizes,

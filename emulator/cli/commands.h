@@ -148,7 +148,8 @@ struct AgentArgs {
 int cmd_agent(const AgentArgs& args, const LabPaths& base);
 int cmd_graph(const std::string& target, const std::string& output, const std::string& format,
               const LabPaths& base);
-int cmd_predict(const std::string& lab, const std::string& transport, const LabPaths& base);
+int cmd_predict(const std::string& lab, const std::string& transport, bool json,
+                const LabPaths& base);
 // mpirun's remote shell: runs the words, joined, by /bin/sh inside the host, as sshd would.
 int cmd_rsh(const std::vector<std::string>& args);
 

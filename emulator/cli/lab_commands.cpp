@@ -273,8 +273,10 @@ int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& 
   if (args.timings)
     for (const auto& [phase, secs] : up->phase_seconds)
       std::printf("  %-10s %.3f s\n", phase.c_str(), secs);
-  for (const auto& n : up_notes(p.scenario, *up)) std::printf("  note: %s\n", n.c_str());
-  for (const auto& n : p.notes) std::printf("  note: %s\n", n.c_str());
+  if (!args.quiet) {  // -q: the summary line (and --timings) only
+    for (const auto& n : up_notes(p.scenario, *up)) std::printf("  note: %s\n", n.c_str());
+    for (const auto& n : p.notes) std::printf("  note: %s\n", n.c_str());
+  }
   out = std::move(*up);
   return kExitOk;
 }
@@ -284,7 +286,8 @@ int cmd_up(const UpArgs& args, const LabPaths& base) {
   LabPaths paths;
   int code = bring_up(args, base, up, paths);
   if (code != kExitOk || args.dry_run) return code;
-  if (const std::string note = fault_timeline_note(up->model); !note.empty() && !args.quiet)
+  if (args.quiet) return kExitOk;
+  if (const std::string note = fault_timeline_note(up->model); !note.empty())
     std::printf("  note: %s (`fabemu run` plays them; a lab brought up by `up` does not)\n",
                 note.c_str());
   const auto hosts = up->model.topo.hosts();

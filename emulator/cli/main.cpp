@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   auto add_build_options = [](CLI::App* cmd, cli::UpArgs& a) {
     cmd->add_option("scenario", a.scenario, "Scenario YAML file")->required();
     cmd->add_option("--lab", a.lab, "Lab name (default: the scenario's name)");
-    cmd->add_flag("-q,--quiet", a.quiet, "No progress output");
+    cmd->add_flag("-q,--quiet", a.quiet,
+                  "No progress and no notes: the one-line summary (and --timings) only");
     cmd->add_flag("--accept-degraded", a.accept_degraded,
                   "On a kernel without sch_fq, build anyway: links keep rate, loss and ECN "
                   "(policer) but get no delay or jitter");
@@ -185,8 +186,11 @@ int main(int argc, char** argv) {
   auto* predict_cmd = app.add_subcommand(
       "predict",
       "The link model's prediction for each collective (Gloo's algorithms over the fabric's "
-      "routes and current link shapes), as JSON for fabemu-collective --predict");
+      "routes and current link shapes): busbw at 64K to 256M, the bottleneck");
   predict_cmd->add_option("lab", predict_lab, "Lab name")->required();
+  bool predict_json = false;
+  predict_cmd->add_flag("--json", predict_json,
+                        "The model itself, as JSON (what fabemu-collective --predict reads)");
   predict_cmd->add_option("--transport", predict_transport, "tcp or ibverbs")
       ->capture_default_str();
 
@@ -290,7 +294,8 @@ int main(int argc, char** argv) {
                ? cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_json, exec_argv, base)
                : cli::cluster_exec(exec_target, exec_all, exec_no_tag, exec_argv, exec_on, base);
   if (doctor_cmd->parsed()) return cli::cmd_doctor(doctor_json, doctor_calibrate, base.run_root);
-  if (predict_cmd->parsed()) return cli::cmd_predict(predict_lab, predict_transport, base);
+  if (predict_cmd->parsed())
+    return cli::cmd_predict(predict_lab, predict_transport, predict_json, base);
   if (!perf.extra.empty() && perf.extra.front() == "--") perf.extra.erase(perf.extra.begin());
   if (perf_cmd->parsed()) return cli::cmd_perf(perf, base);
   if (host_cmd->parsed()) return cli::cmd_host(host_action, host_lab, host_name, base);

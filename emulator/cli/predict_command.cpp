@@ -1,14 +1,45 @@
 // `predict LAB`: what the link model predicts for each collective in a lab that is up, from the
-// shapes its links have now, as the JSON `fabemu-collective --predict` reads.
+// shapes its links have now: a table, or (--json) the JSON `fabemu-collective --predict` reads.
 #include <cstdio>
 
 #include "apply/lab.h"
 #include "cli/commands.h"
 #include "runtime/workload.h"
+#include "util/units.h"
 
 namespace fabemu::cli {
+namespace {
 
-int cmd_predict(const std::string& lab, const std::string& transport, const LabPaths& base) {
+// The sizes the table shows busbw at: nccl-tests' usual span.
+constexpr uint64_t kSizes[] = {64 << 10, 1 << 20, 16 << 20, 256 << 20};
+
+void print_table(const Json& predictions) {
+  std::printf("%-14s %-16s %5s %10s", "COLLECTIVE", "ALGORITHM", "BUS", "LATENCY");
+  for (uint64_t s : kSizes) std::printf(" %9s", ("@" + format_size(s)).c_str());
+  std::printf("  BOTTLENECK\n");
+  for (const auto& [name, p] : predictions.items()) {
+    const double latency = p.value("latency_s", 0.0), per_byte = p.value("seconds_per_byte", 0.0),
+                 bus = p.value("bus_factor", 1.0);
+    std::printf("%-14s %-16s %5.2f %10s", name.c_str(), p.value("algorithm", "").c_str(), bus,
+                format_time_short(static_cast<uint64_t>(latency * 1e9)).c_str());
+    for (uint64_t s : kSizes) {
+      const double t = latency + per_byte * double(s);
+      if (per_byte == 0 || t <= 0)
+        std::printf(" %9s", "-");
+      else
+        std::printf(" %9.4g", double(s) * bus / t / 1e9);
+    }
+    std::printf("  %s\n", p.value("bottleneck", "").c_str());
+  }
+  std::printf(
+      "busbw in GB/s of the real fabric (nccl-tests' conventions) at each size; '-' where no link "
+      "on the paths has a rate. --json: the raw model, as fabemu-collective --predict reads it\n");
+}
+
+}  // namespace
+
+int cmd_predict(const std::string& lab, const std::string& transport, bool json,
+                const LabPaths& base) {
   if (transport != "tcp" && transport != "ibverbs") {
     print_error("predict: --transport is tcp or ibverbs (got '" + transport + "')");
     return kExitBadInput;
@@ -17,7 +48,12 @@ int cmd_predict(const std::string& lab, const std::string& transport, const LabP
   paths.lab = lab;
   auto model = lab_model(paths);
   if (!model) return lab_error(model.error());
-  std::printf("%s\n", live_predictions(*model, paths, transport).c_str());
+  const std::string text = live_predictions(*model, paths, transport);
+  if (json) {
+    std::printf("%s\n", text.c_str());
+    return kExitOk;
+  }
+  print_table(Json::parse(text));
   return kExitOk;
 }
 

@@ -328,7 +328,7 @@ class Lab:
 
     def predict(self, transport: str = "tcp") -> Dict[str, Predicted]:
         """The link model's prediction per collective, over the lab's routes and live shapes."""
-        data = json.loads(call(["predict", self.name, "--transport", transport]).stdout)
+        data = json.loads(call(["predict", self.name, "--transport", transport, "--json"]).stdout)
         return {name: Predicted(**fields_of(Predicted, p)) for name, p in data.items()
                 if isinstance(p, dict)}
 

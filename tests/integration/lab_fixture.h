@@ -146,7 +146,7 @@ class LabGuard {
   // --accept-degraded: the scenarios add microseconds of delay, which a kernel without fq
   // cannot; the tests that are about the link model say which mode they need.
   Outcome up(const std::string& scenario) const {
-    return fabemu({"up", scenario, "--lab", name_, "-q", "--accept-degraded"});
+    return fabemu({"up", scenario, "--lab", name_, "--accept-degraded"});
   }
   Outcome down() const { return fabemu({"down", name_}); }
   Outcome exec(const std::string& node, const Argv& command) const {
