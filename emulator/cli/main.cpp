@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
       "Exit codes: 0 ok, 1 failed, 2 bad input, 3 no such lab, 4 needs root, 5 not possible on "
       "this machine; `exec` returns the command's own."};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "fabemu " FABEMU_VERSION);
   LabPaths base;
   app.add_option("--run-dir", base.run_root, "Where labs keep their journals")
       ->capture_default_str()
@@ -181,6 +182,13 @@ int main(int argc, char** argv) {
   perf_cmd->add_option("--timeout", perf.timeout_s, "Seconds for the whole run")
       ->capture_default_str();
   perf_cmd->add_option("extra", perf.extra, "More arguments for the tool, after --");
+
+  // Handled before parsing (its words are a remote command line); listed here for --help.
+  app.add_subcommand("rsh",
+                     "mpirun's remote shell, no sshd: `fabemu exec LAB:h1 -- mpirun --mca "
+                     "plm_rsh_agent 'fabemu rsh LAB' --mca plm_rsh_no_tree_spawn 1 --mca routed "
+                     "direct --host h1,h2,... PROGRAM` starts a daemon in every host (`fabemu rsh "
+                     "--help`)");
 
   std::string predict_lab, predict_transport = "tcp";
   auto* predict_cmd = app.add_subcommand(

@@ -116,8 +116,23 @@ int cmd_rsh(const std::vector<std::string>& args) {
     paths.run_root = args[1];
     at = 2;
   }
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::printf(
+        "Usage: fabemu rsh [--run-dir DIR] LAB HOST COMMAND...\n\n"
+        "mpirun's remote shell inside a lab, as sshd would be: enters HOST (its namespaces, /tmp\n"
+        "and cgroup) and runs the words, joined, by /bin/sh -c. Your own MPI program across the\n"
+        "lab's hosts, started from one of them:\n\n"
+        "  fabemu exec LAB:h1 -- mpirun --allow-run-as-root -np 4 --host h1,h2,h3,h4 \\\n"
+        "      --mca plm_rsh_agent 'fabemu rsh LAB' --mca plm_rsh_no_tree_spawn 1 \\\n"
+        "      --mca routed direct --mca pml ob1 --mca btl tcp,self ./my_mpi_program\n\n"
+        "no_tree_spawn and routed direct: every daemon is started by mpirun and talks to it\n"
+        "(Open MPI's default tree of daemons would start daemons from other hosts).\n");
+    return kExitOk;
+  }
   if (args.size() < at + 3) {
-    print_error("rsh: usage: fabemu rsh [--run-dir DIR] LAB HOST COMMAND... (mpirun's agent)");
+    print_error(
+        "rsh: usage: fabemu rsh [--run-dir DIR] LAB HOST COMMAND... (mpirun's agent; fabemu rsh "
+        "--help)");
     return kExitBadInput;
   }
   paths.lab = args[at];

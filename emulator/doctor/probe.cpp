@@ -61,7 +61,9 @@ constexpr Feature kFeatures[] = {
     {"ifb", "ifb devices",
      "no ingress shaping through ifb; the link model shapes at egress and does not need it", true},
     {"ovs_kernel", "Open vSwitch kernel datapath",
-     "fabric.switch: ovs falls back to the userspace netdev datapath (~1 Gbit/s, offloads off)",
+     "fabric.switch: ovs falls back to the userspace netdev datapath (offloads off; a "
+     "fraction of the kernel's speed: ~0.2 Gbit/s of TCP across a k=4 fat-tree here, "
+     "bench/ovs_fabric.py)",
      true},
     {"ovs_userspace", "Open vSwitch userspace",
      "fabric.switch: ovs is unavailable (apt install openvswitch-switch)", false},

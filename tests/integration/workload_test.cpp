@@ -138,3 +138,54 @@ TEST_F(WorkloadTest, GlooIbverbsAllreduceOverRxeIsCorrect) {
 
 }  // namespace
 }  // namespace fabemu::itest
+
+namespace fabemu::itest {
+namespace {
+
+// Your own MPI program, as `fabemu rsh --help` and the README show it: mpirun started in one
+// host with `fabemu rsh LAB` as its remote shell puts one rank in each listed host (each says
+// its own hostname) and a real MPI program's allreduce across them is correct.
+TEST_F(WorkloadTest, MpirunThroughFabemuRshAsDocumented) {
+  if (!find_tool("mpirun")) GTEST_SKIP() << "no mpirun (openmpi-bin)";
+  TempScenario sc("name: rsh" + std::string(kFabric));
+  LabGuard lab(lab_name("rsh"));
+  ASSERT_EQ(lab.up(sc.path()).status, 0);
+  const Argv mpirun = {"mpirun",
+                       "--allow-run-as-root",
+                       "-np",
+                       "4",
+                       "--host",
+                       "h1,h3,h5,h7",
+                       "--mca",
+                       "plm_rsh_agent",
+                       kFabemu + " rsh " + lab.name(),
+                       "--mca",
+                       "plm_rsh_no_tree_spawn",
+                       "1",
+                       "--mca",
+                       "routed",
+                       "direct",
+                       "--mca",
+                       "pml",
+                       "ob1",
+                       "--mca",
+                       "btl",
+                       "tcp,self"};
+  Argv hostnames = mpirun;
+  hostnames.push_back("hostname");
+  Outcome o = lab.exec("h1", hostnames);
+  ASSERT_EQ(o.status, 0) << o;
+  for (const char* h : {"h1\n", "h3\n", "h5\n", "h7\n"})
+    EXPECT_NE(o.out.find(h), std::string::npos) << h << o;
+  Argv program = mpirun;
+  const std::string collective =
+      std::filesystem::path(kFabemu).parent_path().string() + "/collective/fabemu-collective";
+  program.insert(program.end(), {collective, "--library", "mpi", "--collective", "allreduce",
+                                 "--sizes", "65536", "--iterations", "2"});
+  o = lab.exec("h1", program);
+  ASSERT_EQ(o.status, 0) << o;
+  EXPECT_NE(o.out.find("wrong values: 0 OK"), std::string::npos) << o;
+}
+
+}  // namespace
+}  // namespace fabemu::itest
