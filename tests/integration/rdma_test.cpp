@@ -146,27 +146,36 @@ TEST_F(RdmaTest, EveryHostGetsItsDeviceAndPerftestCrossesTheFabric) {
 
     // h1 and h3 hang off different leaves: RC over RoCEv2 through a spine. 200 writes of 64 KiB
     // (the default is 5000): soft-RoCE under an emulated CPU on a busy machine moves ~1-10 MB/s.
+    // What crossed the fabric is read from the devices' own counters, as the RDMA incast step
+    // reads them: perftest's bandwidth needs its estimate of the CPU's clock, which an emulated
+    // CPU can spoil ("Correlation coefficient r^2: 0.71 < 0.9", then 0.00 MB/sec for writes
+    // that all arrived).
+    auto counter = [&](const std::string& host, const char* what) {
+      Outcome st = fabemu({"status", name, "--json"});
+      EXPECT_EQ(st.status, 0) << st;
+      return status_counter(st.out, device_prefix(name) + host, what);
+    };
+    const long long sent0 = counter("h1", "sent_pkts"), rcvd0 = counter("h3", "rcvd_pkts");
     Outcome perf = fabemu(
         {"perf", name, "h1", "h3", "--tool", "ib_write_bw", "--timeout", "150", "--", "-n", "200"},
         180s);
     ASSERT_EQ(perf.status, 0) << perf;
     std::smatch m;
-    // " 65536      5000             123.45             120.01 ..." : bytes, iterations, peak, avg.
-    ASSERT_TRUE(std::regex_search(
-        perf.out, m, std::regex(R"(\n\s*65536\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+)")))
-        << perf;
-    const double average = std::stod(m[2].str());
-    EXPECT_GT(average, 0.0) << perf;
-    std::printf("ib_write_bw h1 -> h3 over rxe: %s MB/sec average (%s peak)\n", m[2].str().c_str(),
-                m[1].str().c_str());
-
-    // The counters moved on both ends.
-    json = fabemu({"status", name, "--json"});
-    ASSERT_EQ(json.status, 0) << json;
+    if (std::regex_search(perf.out, m,
+                          std::regex(R"(\n\s*65536\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+)")))
+      std::printf(
+          "ib_write_bw h1 -> h3 over rxe: %s MB/sec average (%s peak), by perftest's clock\n",
+          m[2].str().c_str(), m[1].str().c_str());
+    // 200 x 64 KiB in frames of at most 4096 bytes of payload: at least 3200 each way of the
+    // data (h1 sent, h3 received), and the ACKs back.
+    const long long sent = counter("h1", "sent_pkts") - sent0;
+    const long long rcvd = counter("h3", "rcvd_pkts") - rcvd0;
+    std::printf("rxe counters: h1 sent %lld packets, h3 received %lld\n", sent, rcvd);
+    EXPECT_GE(sent, 3200) << perf;
+    EXPECT_GE(rcvd, 3200) << perf;
     for (const char* host : {"h1", "h3"}) {
-      const std::string device = device_prefix(name) + host;
-      EXPECT_GT(status_counter(json.out, device, "sent_pkts"), 0) << device << "\n" << json.out;
-      EXPECT_GT(status_counter(json.out, device, "rcvd_pkts"), 0) << device << "\n" << json.out;
+      EXPECT_GT(counter(host, "sent_pkts"), 0) << host;
+      EXPECT_GT(counter(host, "rcvd_pkts"), 0) << host;
     }
     Outcome text = fabemu({"status", name});
     EXPECT_NE(text.out.find("rdma: soft-RoCE (rxe) on 4 hosts"), std::string::npos) << text;
