@@ -155,7 +155,8 @@ TEST_F(RdmaTest, EveryHostGetsItsDeviceAndPerftestCrossesTheFabric) {
       EXPECT_EQ(st.status, 0) << st;
       return status_counter(st.out, device_prefix(name) + host, what);
     };
-    const long long sent0 = counter("h1", "sent_pkts"), rcvd0 = counter("h3", "rcvd_pkts");
+    // `perf LAB SERVER CLIENT`: the client, h3, writes into the server, h1.
+    const long long sent0 = counter("h3", "sent_pkts"), rcvd0 = counter("h1", "rcvd_pkts");
     Outcome perf = fabemu(
         {"perf", name, "h1", "h3", "--tool", "ib_write_bw", "--timeout", "150", "--", "-n", "200"},
         180s);
@@ -164,13 +165,13 @@ TEST_F(RdmaTest, EveryHostGetsItsDeviceAndPerftestCrossesTheFabric) {
     if (std::regex_search(perf.out, m,
                           std::regex(R"(\n\s*65536\s+\d+\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+)")))
       std::printf(
-          "ib_write_bw h1 -> h3 over rxe: %s MB/sec average (%s peak), by perftest's clock\n",
+          "ib_write_bw h3 -> h1 over rxe: %s MB/sec average (%s peak), by perftest's clock\n",
           m[2].str().c_str(), m[1].str().c_str());
-    // 200 x 64 KiB in frames of at most 4096 bytes of payload: at least 3200 each way of the
-    // data (h1 sent, h3 received), and the ACKs back.
-    const long long sent = counter("h1", "sent_pkts") - sent0;
-    const long long rcvd = counter("h3", "rcvd_pkts") - rcvd0;
-    std::printf("rxe counters: h1 sent %lld packets, h3 received %lld\n", sent, rcvd);
+    // 200 x 64 KiB in frames of at most 4096 bytes of payload: at least 3200 frames of data
+    // from h3 into h1 (and an ACK per write back).
+    const long long sent = counter("h3", "sent_pkts") - sent0;
+    const long long rcvd = counter("h1", "rcvd_pkts") - rcvd0;
+    std::printf("rxe counters: h3 sent %lld packets, h1 received %lld\n", sent, rcvd);
     EXPECT_GE(sent, 3200) << perf;
     EXPECT_GE(rcvd, 3200) << perf;
     for (const char* host : {"h1", "h3"}) {
