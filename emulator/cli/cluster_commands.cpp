@@ -351,8 +351,8 @@ int cluster_status(const std::string& lab, bool json, const StatusView& view, co
 }
 
 int cluster_exec(const std::string& target, bool all, bool no_tag,
-                 const std::vector<std::string>& argv, const std::string& on,
-                 const LabPaths& base) {
+                 const std::vector<std::string>& argv, const std::string& clock,
+                 const std::string& on, const LabPaths& base) {
   const auto colon = target.find(':');
   if (all == (colon != std::string::npos)) {
     print_error("exec: write LAB:NODE for one node, or LAB --all for every host (got '" + target +
@@ -367,6 +367,7 @@ int cluster_exec(const std::string& target, bool all, bool no_tag,
   std::vector<std::string> words = {"exec", target};
   if (all) words.push_back("--all");
   if (no_tag) words.push_back("--no-tag");
+  if (!clock.empty()) words.insert(words.end(), {"--clock", clock});
   words.push_back("--");
   words.insert(words.end(), argv.begin(), argv.end());
   if (all) {

@@ -100,8 +100,9 @@ struct StatusView {
 };
 int cmd_status(const std::string& lab, bool json, const StatusView& view, const LabPaths& base);
 // `json` (with `all`): the hosts' exit statuses and outputs as one JSON object on stdout.
+// `clock`: "fabric" or "wall" over the scenario's hosts.clock; empty: the scenario's.
 int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
-             const std::vector<std::string>& argv, const LabPaths& base);
+             const std::vector<std::string>& argv, const std::string& clock, const LabPaths& base);
 int cmd_doctor(bool json, bool calibrate, const std::string& run_root);
 // `host crash|restart|freeze|thaw LAB HOST`
 int cmd_host(const std::string& action, const std::string& lab, const std::string& host,
@@ -127,7 +128,8 @@ int cluster_down(const std::vector<std::string>& labs, const std::string& on, co
 int cluster_status(const std::string& lab, bool json, const StatusView& view, const std::string& on,
                    const LabPaths& base);
 int cluster_exec(const std::string& target, bool all, bool no_tag,
-                 const std::vector<std::string>& argv, const std::string& on, const LabPaths& base);
+                 const std::vector<std::string>& argv, const std::string& clock,
+                 const std::string& on, const LabPaths& base);
 int cluster_link_set(const LinkSetArgs& args, const LabPaths& base);
 // `status --json` of every machine of a lab across machines merged into one object (each node,
 // link end and direction from the machine that has it); rendered as `status` renders one.

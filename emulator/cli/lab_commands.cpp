@@ -54,6 +54,11 @@ std::vector<std::string> up_notes(const Scenario& s, const UpResult& up) {
                     " of wall clock (" + (*rto >= kMaxRtoMs ? "Linux's 120 s maximum; " : "") +
                     "real " + format_time_ns(s.hosts.tcp_rto_min_ns.value_or(kLinuxRtoMinNs)) +
                     ")");
+    if (s.hosts.clock == HostClock::Fabric)
+      out.push_back(
+          "hosts' programs run on the real fabric's clock (hosts.clock: fabric): "
+          "their sleeps and timeouts last " +
+          n + " times longer in wall clock; `exec --clock wall` for one that should not");
   }
   if (up.plan.shaped_ports == 0)
     out.push_back("links unshaped (veth speed); `fabemu link set` shapes one live");

@@ -104,6 +104,13 @@ int main(int argc, char** argv) {
                      "(stdout and stderr as written) instead of the tagged lines");
   std::string exec_on;
   exec_cmd->add_option("--on", exec_on, on_help);
+  std::string exec_clock;
+  exec_cmd
+      ->add_option("--clock", exec_clock,
+                   "fabric: the command's own clocks, sleeps and timeouts run in the real "
+                   "fabric's time (a dilated lab; libfaketime); wall: the machine's. Default: "
+                   "the scenario's hosts.clock")
+      ->check(CLI::IsMember({"fabric", "wall"}));
 
   cli::LinkSetArgs link;
   auto* link_cmd = app.add_subcommand("link", "Change a running lab's links live");
@@ -298,9 +305,10 @@ int main(int argc, char** argv) {
   // CLI11 keeps the "--" separator among the positionals.
   if (!exec_argv.empty() && exec_argv.front() == "--") exec_argv.erase(exec_argv.begin());
   if (exec_cmd->parsed())
-    return exec_on.empty()
-               ? cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_json, exec_argv, base)
-               : cli::cluster_exec(exec_target, exec_all, exec_no_tag, exec_argv, exec_on, base);
+    return exec_on.empty() ? cli::cmd_exec(exec_target, exec_all, exec_no_tag, exec_json, exec_argv,
+                                           exec_clock, base)
+                           : cli::cluster_exec(exec_target, exec_all, exec_no_tag, exec_argv,
+                                               exec_clock, exec_on, base);
   if (doctor_cmd->parsed()) return cli::cmd_doctor(doctor_json, doctor_calibrate, base.run_root);
   if (predict_cmd->parsed())
     return cli::cmd_predict(predict_lab, predict_transport, predict_json, base);

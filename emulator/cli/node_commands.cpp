@@ -22,6 +22,16 @@ int lab_error(const Error& e) {
   return errno_of(e) == ENOENT ? kExitNoLab : kExitFailed;
 }
 
+namespace {
+
+// clock: fabric on a machine without what it needs: unsupported here, as `up` says it.
+int clock_error(const Error& e) {
+  print_error("exec: " + e.message);
+  return errno_of(e) == EOPNOTSUPP ? kExitUnsupported : kExitFailed;
+}
+
+}  // namespace
+
 bool require_root(const char* command) {
   if (::geteuid() == 0) return true;
   print_error(std::string(command) +
@@ -30,8 +40,12 @@ bool require_root(const char* command) {
 }
 
 int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
-             const std::vector<std::string>& argv, const LabPaths& base) {
+             const std::vector<std::string>& argv, const std::string& clock_word,
+             const LabPaths& base) {
   if (!require_root("exec")) return kExitNeedsRoot;
+  std::optional<HostClock> clock;
+  if (clock_word == "fabric") clock = HostClock::Fabric;
+  if (clock_word == "wall") clock = HostClock::Wall;
   auto colon = target.find(':');
   if (json && !all) {
     print_error("exec: --json goes with --all (one node's command writes its own output)");
@@ -59,13 +73,19 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
                   "; from the launching side, `fabemu exec " + target + " --on slurm`");
       return kExitFailed;
     }
-    Error e = exec_in_node(node_context(*model, paths, id), argv);
+    auto context = program_context(*model, paths, id, clock);
+    if (!context) return clock_error(context.error());
+    Error e = exec_in_node(*context, argv);
     print_error(e.what());
     return errno_of(e) == ENOENT ? 127 : 126;
   }
   std::vector<NodeContext> nodes;
-  for (int h : model->topo.hosts())
-    if (local_node(*model, h)) nodes.push_back(node_context(*model, paths, h));
+  for (int h : model->topo.hosts()) {
+    if (!local_node(*model, h)) continue;
+    auto context = program_context(*model, paths, h, clock);
+    if (!context) return clock_error(context.error());
+    nodes.push_back(std::move(*context));
+  }
   RunOptions run;
   run.tag = !no_tag && !json;
   run.echo = !json;

@@ -49,7 +49,7 @@ Result<SizeResult> run_size(Communicator& comm, Collective c, uint64_t requested
   }
   if (local_wrong > 0) r.local.wrong = local_wrong;
 
-  const double mean_us = timed_s / config.iterations * 1e6 / config.time_scale;
+  const double mean_us = timed_s / config.iterations * 1e6 / config.clock_scale;
   const double mine[2] = {mean_us, static_cast<double>(local_wrong)};
   auto all = comm.allgather(mine);
   if (!all) return all.error().context(what + ": gathering results");

@@ -17,6 +17,9 @@ struct BenchmarkConfig {
   int iterations = 20;
   int warmup = 2;
   double time_scale = 1;  // wall seconds per real second (time dilation)
+  // Seconds of this process's clock per real second: time_scale, or 1 on the fabric's clock
+  // (clock_scale in options.h).
+  double clock_scale = 1;
 };
 
 struct SizeResult {

@@ -101,7 +101,9 @@ int run_benchmark(Communicator& comm, const Options& o, Outputs& outputs) {
     if (printer && !o.json) print(table_header(run, c, comm.algorithm(c)));
     std::vector<SizeResult> rows;
     for (uint64_t size : o.sizes) {
-      auto r = run_size(comm, c, size, BenchmarkConfig{o.iterations, o.warmup, o.time_scale});
+      auto r = run_size(comm, c, size,
+                        BenchmarkConfig{o.iterations, o.warmup, o.time_scale,
+                                        clock_scale(process_env(), o.time_scale)});
       if (!r) return complain(rank, kExitRuntime, r.error().what());
       if (outputs.predictions) {
         if (auto t = outputs.predictions->time_s(c, r->layout.size)) r->pred_time_us = *t * 1e6;

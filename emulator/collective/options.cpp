@@ -278,4 +278,11 @@ std::string prediction_path(const Options& o, const EnvLookup& env) {
   return !path.empty() && path_exists(path) ? path : "";
 }
 
+double clock_scale(const EnvLookup& env, double time_scale) {
+  const auto preload = env("LD_PRELOAD");
+  const bool fabric_clock =
+      env("FAKETIME").has_value() && preload && preload->find("libfaketime") != std::string::npos;
+  return fabric_clock ? 1 : time_scale;
+}
+
 }  // namespace fabemu::collective

@@ -88,6 +88,12 @@ struct GlooSettings {
 // Command line first, then the environment. Errors are usage errors (exit 2).
 Result<GlooSettings> gloo_settings(const Options& o, const EnvLookup& env);
 
+// How many of this process's clock seconds one real second of the lab's fabric lasts: the lab's
+// `time_scale` on the machine's clock; 1 when the process itself runs on the fabric's clock
+// (`hosts: {clock: fabric}` preloads libfaketime and sets FAKETIME), whose readings are the real
+// fabric's already and must not be divided again.
+double clock_scale(const EnvLookup& env, double time_scale);
+
 // The prediction file: --predict, else $FABEMU_PREDICT if that file exists; "" for none.
 std::string prediction_path(const Options& o, const EnvLookup& env);
 

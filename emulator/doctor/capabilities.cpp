@@ -6,7 +6,9 @@
 #include <cstdlib>
 
 #include "plan/partition.h"
+#include "runtime/host_clock.h"
 #include "util/netlink.h"
+#include "util/process.h"
 #include "util/units.h"
 
 namespace fabemu {
@@ -111,6 +113,14 @@ Result<void> check_congestion(const Scenario& s, Capabilities& caps) {
                  "' is not allowed in network namespaces on this machine (allowed: " + list +
                  "; the administrator adds one with sysctl "
                  "net.ipv4.tcp_allowed_congestion_control)");
+}
+
+// hosts.clock: fabric needs libfaketime and fabemu's clockwait library on this machine.
+Result<void> check_clock(const Scenario& s) {
+  if (s.hosts.clock != HostClock::Fabric) return ok();
+  auto libs = find_clock_libraries(self_exe());
+  if (!libs) return refused(libs.error().message);
+  return ok();
 }
 
 // fq, else htb holding the rate under the policer, else the policer alone; delay and jitter
@@ -229,6 +239,7 @@ Result<PlanOptions> choose_plan_options(const LabModel& m, Capabilities& caps,
   FABEMU_TRY(choose_ovs(s, caps, out.ovs));
   FABEMU_TRY(check_cgroups(m, caps));
   FABEMU_TRY(check_congestion(s, caps));
+  FABEMU_TRY(check_clock(s));
   FABEMU_TRY(choose_shaping(m, caps, options, out));
   FABEMU_TRY(choose_rdma(s, caps, out.rdma));
   return out;

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "apply/ovs.h"
+#include "runtime/host_clock.h"
+#include "util/process.h"
 
 namespace fabemu {
 
@@ -40,7 +43,8 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
   if (!c.host) return c;
 
   c.uts_path = paths.uts_path(n.name);
-  c.tmp_dir = paths.host_tmp(n.name);
+  // hosts.tmp: shared leaves the machine's /tmp in view.
+  if (m.scenario.hosts.tmp == HostTmp::Private) c.tmp_dir = paths.host_tmp(n.name);
   if (host_has_cgroup(m, id)) c.cgroup = host_cgroup(paths, n.name);
   const auto hosts = t.hosts();
   const std::string primary = host_nic(t, id);
@@ -77,6 +81,21 @@ NodeContext node_context(const LabModel& m, const LabPaths& paths, int id) {
     c.env.insert(c.env.end(), {{"NCCL_IB_HCA", "=" + paths.rxe_name(n.name)},
                                {"NCCL_IB_GID_INDEX", "1"},
                                {"FABEMU_RDMA_DEVICE", paths.rxe_name(n.name)}});
+  return c;
+}
+
+Result<NodeContext> program_context(const LabModel& m, const LabPaths& paths, int id,
+                                    std::optional<HostClock> clock) {
+  NodeContext c = node_context(m, paths, id);
+  if (!c.host || clock.value_or(m.scenario.hosts.clock) != HostClock::Fabric) return c;
+  // Asked for, the libraries must be there even when the lab runs in real time, so that a
+  // scenario fails on a machine without them whatever its time_scale turned out to be.
+  auto libs = find_clock_libraries(self_exe());
+  if (!libs) return libs.error();
+  if (!m.time_scale.dilated()) return c;
+  const char* preload = std::getenv("LD_PRELOAD");
+  const auto env = fabric_clock_env(m.time_scale.factor, *libs, preload ? preload : "");
+  c.env.insert(c.env.end(), env.begin(), env.end());
   return c;
 }
 

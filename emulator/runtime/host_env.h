@@ -1,11 +1,13 @@
 // The view of one emulated node for a process: its namespaces, files, cgroup and environment.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "plan/plan.h"
+#include "util/result.h"
 
 namespace fabemu {
 
@@ -29,5 +31,13 @@ std::string workload_dir(const LabModel& m, const LabPaths& paths);
 // The context of `node` in a running lab; hosts get the rank environment of `exec --all`
 // (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, ..., *_SOCKET_IFNAME).
 NodeContext node_context(const LabModel& model, const LabPaths& paths, int node);
+
+// The context of a user's program (`exec`, `exec --all`, a workload's exec step) in `node`:
+// node_context's, and in a host of a dilated lab on the clock `clock` (the scenario's
+// hosts.clock unless given; runtime/host_clock.h). The built-in tools (fabemu-collective,
+// perf, incast) keep the wall clock and divide by FABEMU_TIME_SCALE themselves. EOPNOTSUPP when
+// clock: fabric is asked and this machine lacks what it needs.
+Result<NodeContext> program_context(const LabModel& model, const LabPaths& paths, int node,
+                                    std::optional<HostClock> clock = std::nullopt);
 
 }  // namespace fabemu

@@ -15,12 +15,18 @@
 #include <map>
 
 #include "apply/cgroup.h"
+#include "runtime/private_tmp.h"
 #include "util/files.h"
 #include "util/netns.h"
 #include "util/process.h"
 
 namespace fabemu {
 namespace {
+
+std::string current_dir() {
+  char cwd[4096];
+  return ::getcwd(cwd, sizeof cwd) ? cwd : "";
+}
 
 volatile sig_atomic_t g_signal = 0;
 void remember_signal(int sig) {
@@ -75,6 +81,7 @@ Result<void> enter_node(const NodeContext& c) {
 
 Error exec_in_node(const NodeContext& c, const std::vector<std::string>& argv) {
   if (argv.empty()) return make_error("no command given", EINVAL);
+  if (auto r = check_private_tmp(c, argv, current_dir()); !r) return r.error();
   if (auto r = enter_node(c); !r) return r.error();
   for (const auto& [k, v] : c.env) ::setenv(k.c_str(), v.c_str(), 1);
   return exec_program(argv).context("in " + c.node);
@@ -96,7 +103,11 @@ Result<std::vector<NodeExit>> run_in_nodes(const std::vector<NodeContext>& nodes
   const bool bounded = options.timeout.count() > 0;
   const auto deadline = bounded ? Clock::now() + options.timeout : Clock::time_point::max();
   size_t width = 0;
-  for (const auto& n : nodes) width = std::max(width, n.node.size());
+  const std::string cwd = options.cwd.empty() ? current_dir() : options.cwd;
+  for (const auto& n : nodes) {
+    width = std::max(width, n.node.size());
+    FABEMU_TRY(check_private_tmp(n, argv, cwd));
+  }
 
   struct Child {
     Process process;

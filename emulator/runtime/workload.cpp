@@ -292,8 +292,9 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
   } else {
     const auto& e = std::get<ExecStep>(w.step);
     r.title = "workload[" + std::to_string(index) + "] exec " + join(e.command, " ");
+    std::vector<int> ids;
     if (e.hosts == "all") {
-      nodes = all;
+      ids = hosts;
     } else {
       for (size_t at = 0; at <= e.hosts.size();) {
         size_t comma = std::min(e.hosts.find(',', at), e.hosts.size());
@@ -303,9 +304,19 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
           r.failure = "no host named " + name + " in lab " + paths.lab;
           return r;
         }
-        if (local_node(m, id)) nodes.push_back(node_context(m, paths, id));
+        ids.push_back(id);
         at = comma + 1;
       }
+    }
+    // A user's program: on the clock hosts.clock says.
+    for (int id : ids) {
+      if (!local_node(m, id)) continue;
+      auto context = program_context(m, paths, id);
+      if (!context) {
+        r.failure = context.error().message;
+        return r;
+      }
+      nodes.push_back(std::move(*context));
     }
     argv = e.command;
     run.cwd = o.scenario_dir;

@@ -128,9 +128,15 @@ HostLimits read_limits(const Field& map) {
 }
 
 HostsSpec read_hosts(const Field& f) {
-  f.check_keys({"cpu", "memory", "tcp_congestion", "tcp_rto_min", "tcp_ecn", "overrides"});
+  f.check_keys(
+      {"cpu", "memory", "tcp_congestion", "tcp_rto_min", "tcp_ecn", "clock", "tmp", "overrides"});
   HostsSpec hosts;
   hosts.defaults = read_limits(f);
+  if (auto clock = f.find("clock"))
+    hosts.clock =
+        clock->choice<HostClock>({{"wall", HostClock::Wall}, {"fabric", HostClock::Fabric}});
+  if (auto tmp = f.find("tmp"))
+    hosts.tmp = tmp->choice<HostTmp>({{"private", HostTmp::Private}, {"shared", HostTmp::Shared}});
   if (auto ecn = f.find("tcp_ecn")) hosts.tcp_ecn = ecn->boolean();
   if (auto rto = f.find("tcp_rto_min")) {
     hosts.tcp_rto_min_ns = rto->parsed(parse_time_ns);

@@ -160,8 +160,16 @@ struct HostLimits {
   bool empty() const { return !cpu && !memory_bytes; }
 };
 
+// The clocks programs started in hosts read: the machine's (wall), or the real fabric's (time
+// passing N times slower in a lab dilated N times, sleeps and timeouts N times longer).
+enum class HostClock { Wall, Fabric };
+// The hosts' /tmp: one of their own each, or the machine's.
+enum class HostTmp { Private, Shared };
+
 struct HostsSpec {
   HostLimits defaults;
+  HostClock clock = HostClock::Wall;
+  HostTmp tmp = HostTmp::Private;
   // TCP's minimum retransmission timeout on the hosts' routes, in the real fabric's time (Linux
   // defaults to 200ms; data-centre hosts often set a few ms). Unset: the kernel's own.
   std::optional<uint64_t> tcp_rto_min_ns;

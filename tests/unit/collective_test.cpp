@@ -221,6 +221,21 @@ EnvLookup env_of(std::map<std::string, std::string> vars) {
   };
 }
 
+TEST(CollectiveOptions, OnTheFabricsClockTheBenchmarkDividesByNothing) {
+  // Dilated x3000 on the machine's clock: the wall clock's time / 3000.
+  EXPECT_EQ(clock_scale(env_of({}), 3000), 3000);
+  EXPECT_EQ(clock_scale(env_of({{"LD_PRELOAD", "/x/other.so"}, {"FAKETIME", "+0 x2"}}), 3000),
+            3000);
+  // Started with hosts: {clock: fabric} (exec --all --clock fabric): its clock reads the real
+  // fabric's time already.
+  EXPECT_EQ(clock_scale(env_of({{"LD_PRELOAD",
+                                 "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1:/f/"
+                                 "libfabemu-clockwait.so"},
+                                {"FAKETIME", "+0 x0.000333333333333"}}),
+                        3000),
+            1);
+}
+
 TEST(CollectiveOptions, Defaults) {
   auto o = parse({});
   ASSERT_TRUE(o) << error_of(o);

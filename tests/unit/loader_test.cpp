@@ -226,6 +226,22 @@ TEST(Loader, HostOverridesKeepTheirPosition) {
   EXPECT_EQ(s.hosts.overrides[0].loc.column, 7);
 }
 
+TEST(Loader, HostsClockAndTmp) {
+  Scenario d = load_ok(kMinimal);
+  EXPECT_EQ(d.hosts.clock, HostClock::Wall);
+  EXPECT_EQ(d.hosts.tmp, HostTmp::Private);
+  Scenario s = load_ok(std::string(kMinimal) + "hosts: {clock: fabric, tmp: shared}\n");
+  EXPECT_EQ(s.hosts.clock, HostClock::Fabric);
+  EXPECT_EQ(s.hosts.tmp, HostTmp::Shared);
+  Scenario w = load_ok(std::string(kMinimal) + "hosts: {clock: wall, tmp: private}\n");
+  EXPECT_EQ(w.hosts.clock, HostClock::Wall);
+  EXPECT_EQ(w.hosts.tmp, HostTmp::Private);
+  EXPECT_EQ(load_error(std::string(kMinimal) + "hosts: {clock: real}\n"),
+            "test.yaml:3:16: hosts.clock: unknown value 'real'; valid: wall, fabric");
+  EXPECT_EQ(load_error(std::string(kMinimal) + "hosts:\n  tmp: host\n"),
+            "test.yaml:4:8: hosts.tmp: unknown value 'host'; valid: private, shared");
+}
+
 TEST(Loader, OneDirectionLinkOverride) {
   Scenario s = load_ok(std::string(kMinimal) +
                        "links:\n  overrides:\n    - {link: \"h1>leaf1\", delay: 5ms}\n");
