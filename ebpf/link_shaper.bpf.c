@@ -312,13 +312,17 @@ __attribute__((noinline)) int damage(struct __sk_buff* skb, __u32 key, int copy)
   return 0;
 }
 
-/* A frame the link loses, silently, as a wire does. TC_ACT_SHOT at egress would tell the sending
- * socket (NET_XMIT_DROP): on a host's own port ping would send the echo again at once and TCP
- * would see local congestion instead of a loss on the wire. TC_ACT_STOLEN would be silent under
- * clsact but means "next program" under tcx. A redirect to ifindex 0, which no device has,
- * frees the frame in skb_do_redirect after the egress hook has already answered
- * NET_XMIT_SUCCESS, under tcx and clsact alike; on a switch's port (forwarded frames, whose
- * sender never hears) it is the same drop. */
+/* A frame the wire loses (loss, a burst, a link down, PFC's watchdog), silently. TC_ACT_SHOT at
+ * egress would tell the sending socket (NET_XMIT_DROP): on a host's own port ping would send
+ * the echo again at once and TCP would see local congestion instead of a loss on the wire.
+ * TC_ACT_STOLEN would be silent under clsact but means "next program" under tcx. A redirect to
+ * ifindex 0, which no device has, frees the frame in skb_do_redirect after the egress hook has
+ * already answered NET_XMIT_SUCCESS, under tcx and clsact alike; on a switch's port (forwarded
+ * frames, whose sender never hears) it is the same drop.
+ * A tail drop is not the wire's: it is the port's own queue, which on a host is its NIC's, and
+ * a host's stack is told when its queue is full, as by any qdisc (ENOBUFS to ping, local
+ * congestion to TCP, which backs off instead of counting as retransmissions what its own NIC
+ * had no room for). */
 static __always_inline int wire_drop(void) {
   return bpf_redirect(FABEMU_NO_IFINDEX, 0);
 }
@@ -459,7 +463,7 @@ int fabemu_shape(struct __sk_buff* skb) {
       return wire_drop();
     case DROP_QUEUE:
       cnt->drop_queue++;
-      return wire_drop();
+      return TC_ACT_SHOT; /* the port's own queue: see wire_drop() */
     case DROP_WATCHDOG:
       cnt->drop_watchdog++;
       return wire_drop();

@@ -24,6 +24,7 @@
 #include "link_shaper.h"
 
 #define NET_XMIT_SUCCESS 0
+#define NET_XMIT_DROP 1
 #define NS_PER_SEC_BITS 8000000000ULL
 
 /* The kernel's types, as far as this program reads them (CO-RE finds the fields). */
@@ -201,9 +202,9 @@ drop:
   }
   bpf_qdisc_skb_drop(skb, to_free);
   sch->qstats.drops++;
-  /* Lost as on a wire: NET_XMIT_DROP would tell a host's own socket (see wire_drop() in
-   * link_shaper.bpf.c), which sends again at once instead of meeting a loss. */
-  return NET_XMIT_SUCCESS;
+  /* The port's own queue is full: told to a local sender, as any qdisc does (wire_drop() in
+   * link_shaper.bpf.c says why). */
+  return NET_XMIT_DROP;
 }
 
 /* Takes the frame out of its node, and its bytes out of its buffer. */

@@ -50,9 +50,10 @@ using namespace std::chrono_literals;
 // BPF_PROG_TEST_RUN gives the skb the loopback device of the caller's namespace for ifindex 1,
 // and the maps of an unpinned LinkShaper belong to this process alone: no port is touched.
 constexpr uint32_t kLo = 1;
-// A frame the link loses: redirected to no device, so that the sender is not told (a test run
-// only returns the verdict).
+// A frame the wire loses: redirected to no device, so that the sender is not told (a test run
+// only returns the verdict). A tail drop is the port's own queue's, told as a qdisc's is.
 constexpr int kWireDrop = TC_ACT_REDIRECT;
+constexpr int kQueueDrop = TC_ACT_SHOT;
 
 std::optional<std::string> bpf_unavailable() {
   if (::geteuid() != 0) return "needs root (CAP_BPF, CAP_NET_ADMIN)";
@@ -96,7 +97,7 @@ std::vector<uint8_t> udp_frame(size_t size, uint8_t ecn = 2 /* ECT(0) */) {
 }
 
 struct Verdict {
-  int action = -1;  // TC_ACT_OK, kWireDrop (lost)
+  int action = -1;  // TC_ACT_OK, kWireDrop, kQueueDrop
   uint64_t tstamp = 0;
   std::vector<uint8_t> frame;
 };
@@ -251,7 +252,7 @@ class PfcTest : public ShaperTest {
     const uint64_t t0 = mono_ns();
     for (int i = 0; i < 10; ++i)
       EXPECT_EQ(run(roce_frame(1000), kLo, 0, kBuffer).action, TC_ACT_OK) << "lossless frame " << i;
-    EXPECT_EQ(run(udp_frame(1000), kLo, 0, kBuffer).action, kWireDrop) << "a lossy frame";
+    EXPECT_EQ(run(udp_frame(1000), kLo, 0, kBuffer).action, kQueueDrop) << "a lossy frame";
     EXPECT_EQ(counters().drop_queue, 1u);
     EXPECT_EQ(counters().lossless_packets, 10u);
     set(*pfc);
@@ -385,8 +386,8 @@ TEST_F(ShaperTest, QueueLimitTailDrops) {
   set(to_cfg(s, 1, false));
   std::vector<int> actions;
   for (int i = 0; i < 6; ++i) actions.push_back(run(udp_frame(1000)).action);
-  EXPECT_EQ(actions,
-            (std::vector<int>{TC_ACT_OK, TC_ACT_OK, TC_ACT_OK, kWireDrop, kWireDrop, kWireDrop}));
+  EXPECT_EQ(actions, (std::vector<int>{TC_ACT_OK, TC_ACT_OK, TC_ACT_OK, kQueueDrop, kQueueDrop,
+                                       kQueueDrop}));
   LinkCounters c = counters();
   EXPECT_EQ(c.packets, 3u);
   EXPECT_EQ(c.drop_queue, 3u);
@@ -403,7 +404,7 @@ TEST_F(ShaperTest, QueueLimitTailDrops) {
   set(to_cfg(s, 1, false));
   actions.clear();
   for (int i = 0; i < 4; ++i) actions.push_back(run(udp_frame(1000)).action);
-  EXPECT_EQ(actions, (std::vector<int>{TC_ACT_OK, TC_ACT_OK, kWireDrop, kWireDrop}));
+  EXPECT_EQ(actions, (std::vector<int>{TC_ACT_OK, TC_ACT_OK, kQueueDrop, kQueueDrop}));
 }
 
 TEST_F(ShaperTest, MarksCeAboveTheThreshold) {
@@ -532,7 +533,7 @@ TEST_F(ShaperTest, PolicerDropsAndMarksButNeverDelays) {
       EXPECT_EQ(v.tstamp, 0u) << "a policer leaves tstamp alone";
     }
   }
-  EXPECT_EQ(actions, (std::vector<int>{TC_ACT_OK, TC_ACT_OK, TC_ACT_OK, kWireDrop, kWireDrop}));
+  EXPECT_EQ(actions, (std::vector<int>{TC_ACT_OK, TC_ACT_OK, TC_ACT_OK, kQueueDrop, kQueueDrop}));
   LinkCounters c = counters();
   EXPECT_EQ(c.drop_queue, 2u);
   EXPECT_EQ(c.ce_marks, 1u);
