@@ -85,6 +85,7 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
   telemetry.stop();
   report.faults = faults.log();
   report.samples = telemetry.samples();
+  report.sample_slack_bytes = telemetry.slack_bytes();
   if (!telemetry.error().empty()) report.notes.push_back("telemetry: " + telemetry.error());
   return ok;
 }

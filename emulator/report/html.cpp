@@ -93,14 +93,12 @@ std::tuple<std::string, std::string, std::string> link_charts(const LabModel& m,
   double peak = 0;
   for (size_t d = 0; d < dirs; ++d) peak = std::max(peak, total[d] * 8 / std::max(span, 1e-12));
   const Unit bits = rate_unit(peak);
-  // Direction d's `per_second` (of the growth between consecutive samples) over time.
+  // Direction d's `per_second` (of the growth between plotted samples, over the time between
+  // its own reads) over time.
   auto series = [&](size_t d, auto per_second) {
     ChartSpec::Series s{direction_name(t, static_cast<int>(d / 2), d % 2 == 1), {}};
-    for (size_t i = 1; i < r.samples.size(); ++i) {
-      const double dt = std::max(1e-12, r.samples[i].t_s - r.samples[i - 1].t_s);
-      s.points.push_back({r.samples[i].t_s * time.scale,
-                          per_second(growth(r.samples[i - 1], r.samples[i], d), dt)});
-    }
+    for (const PlottedInterval& i : plotted_intervals(r, d))
+      s.points.push_back({i.t_s * time.scale, per_second(i.growth, std::max(1e-12, i.dt_s))});
     return s;
   };
   std::vector<size_t> order(dirs);
@@ -164,6 +162,26 @@ std::string real_time(const LabModel& m, double s) {
   return format_time_short(static_cast<uint64_t>(s * 1e9));
 }
 
+// Where the throughput plot's figures come from and how far they can run ahead of a link.
+std::string sampler_note(const LabModel& m, const RunReport& r) {
+  const SamplerBound b = sampler_bound(m, r);
+  std::string h =
+      "<p id=\"sampler-note\" class=\"note\">Each rate is what a link direction sent between "
+      "two reads of its counters over the time between those reads (each read is timestamped; "
+      "frames the link model has admitted but not yet sent are left out, as a port counts a "
+      "frame when it leaves).";
+  if (b.slack_bytes && b.slowest_line_bps && b.shortest_interval_s > 0)
+    h += " A read can miss up to " + std::to_string(b.slack_bytes) +
+         " bytes still being counted (a frame on each CPU), which the next interval then "
+         "carries: a plotted rate exceeds what the link sent by at most that over the interval, "
+         "here " +
+         format_rate_short(b.bps) + " (over the shortest, " +
+         format_time_short(static_cast<uint64_t>(b.shortest_interval_s * 1e9)) + "), " +
+         fixed(100 * b.share(), 2) + "% of the slowest link's " +
+         format_rate_short(double(b.slowest_line_bps)) + ".";
+  return h + "</p>\n";
+}
+
 }  // namespace
 
 std::string report_html(const LabModel& m, const RunReport& r) {
@@ -175,7 +193,8 @@ std::string report_html(const LabModel& m, const RunReport& r) {
       "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}"
       "table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:3px "
       "8px;font-size:13px;text-align:left}th{background:#eee}.ok{color:#2a7a2a}.bad{color:#c62828;"
-      "font-weight:bold}svg{display:block;margin:8px 0 20px;border:1px solid #ddd}"
+      "font-weight:bold}"
+      ".note{color:#555;font-size:13px}svg{display:block;margin:8px 0 20px;border:1px solid #ddd}"
       // Nothing wider than the window: pictures scale down (they have a viewBox), long names in
       // a table cell wrap.
       "svg{max-width:100%;height:auto}table{max-width:100%}td{overflow-wrap:anywhere}</style>"
@@ -232,7 +251,7 @@ std::string report_html(const LabModel& m, const RunReport& r) {
     h += "</table>\n";
   }
   const auto [rate, drops, pauses] = link_charts(m, r);
-  h += "<h2>Links over time</h2>\n" + rate + drops + pauses;
+  h += "<h2>Links</h2>\n" + rate + sampler_note(m, r) + drops + pauses;
   if (!r.expectations.empty()) {
     h += "<h2>Expectations</h2>\n<table id=\"expect\">\n";
     for (const ExpectResult& e : r.expectations)

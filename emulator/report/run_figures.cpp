@@ -1,0 +1,74 @@
+// Figures the report derives from a run, beyond the counters themselves; shared by the
+// terminal summary and the page.
+#include <algorithm>
+#include <map>
+
+#include "report/report.h"
+#include "util/units.h"
+
+namespace fabemu {
+
+double read_time(const TelemetrySample& s, size_t d) {
+  return d < s.dirs.size() && s.dirs[d].t_s >= 0 ? s.dirs[d].t_s : s.t_s;
+}
+
+double read_interval(const TelemetrySample& from, const TelemetrySample& to, size_t d) {
+  return read_time(to, d) - read_time(from, d);
+}
+
+std::vector<size_t> plotted_samples(const RunReport& r) {
+  const auto& s = r.samples;
+  std::vector<size_t> out;
+  if (s.empty()) return out;
+  std::vector<double> gaps;
+  for (size_t i = 1; i < s.size(); ++i) gaps.push_back(s[i].t_s - s[i - 1].t_s);
+  double half_median = 0;
+  if (!gaps.empty()) {
+    std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+    half_median = gaps[gaps.size() / 2] / 2;
+  }
+  out.push_back(0);
+  for (size_t i = 1; i < s.size(); ++i)
+    if (s[i].t_s - s[out.back()].t_s >= half_median) out.push_back(i);
+  // The final sample too close to the one before: it ends the interval before it instead.
+  if (out.back() != s.size() - 1) {
+    if (out.size() >= 2)
+      out.back() = s.size() - 1;
+    else
+      out.push_back(s.size() - 1);
+  }
+  return out;
+}
+
+std::vector<PlottedInterval> plotted_intervals(const RunReport& r, size_t d) {
+  std::vector<PlottedInterval> out;
+  const std::vector<size_t> kept = plotted_samples(r);
+  for (size_t k = 1; k < kept.size(); ++k) {
+    const TelemetrySample &from = r.samples[kept[k - 1]], &to = r.samples[kept[k]];
+    if (d >= to.dirs.size()) break;
+    out.push_back({read_time(to, d), read_interval(from, to, d), growth(from, to, d)});
+  }
+  return out;
+}
+
+SamplerBound sampler_bound(const LabModel& m, const RunReport& r) {
+  SamplerBound b;
+  b.slack_bytes = r.sample_slack_bytes;
+  if (r.samples.size() < 2) return b;
+  const Topology& t = m.topo;
+  const TelemetrySample& last = r.samples.back();
+  double shortest = 0;
+  for (size_t d = 0; d < last.dirs.size() && d / 2 < t.links.size(); ++d) {
+    if (!last.dirs[d].shaped) continue;
+    const Link& l = t.links[d / 2];
+    if (const uint64_t line = (d % 2 ? l.b_to_a : l.a_to_b).rate_bps.value_or(0); line)
+      b.slowest_line_bps = b.slowest_line_bps ? std::min(b.slowest_line_bps, line) : line;
+    for (const PlottedInterval& i : plotted_intervals(r, d))
+      if (i.dt_s > 0 && (shortest == 0 || i.dt_s < shortest)) shortest = i.dt_s;
+  }
+  b.shortest_interval_s = shortest;
+  if (shortest > 0) b.bps = double(b.slack_bytes) * 8 / shortest;
+  return b;
+}
+
+}  // namespace fabemu

@@ -1,0 +1,132 @@
+// What the run's report says beyond its plots, and how exact its sampled rates are.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+#include "fake_lab.h"
+#include "report/report.h"
+#include "report/svg.h"
+#include "runtime/faults.h"
+#include "util/units.h"
+
+namespace fabemu {
+namespace {
+
+using unit::load;
+
+const std::string kLab = R"(name: r
+seed: 3
+topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}
+links: {default: {rate: 25mbit, delay: 5us}}
+workload:
+  - {collective: allreduce, sizes: [64K, 1M]}
+faults:
+  - {at: 1s, link: "leaf1:spine1", flap: {count: 2, down: 200ms, up: 300ms}}
+  - {at: 2s, link: "leaf2:spine1", down: true}
+)";
+
+LabModel model_of(const std::string& yaml) {
+  auto m = build_model(load(yaml), 0);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().what());
+  return *m;
+}
+
+// A link model's direction, simulated: frames admitted in bursts into a virtual queue drained at
+// `wall_bps`, read now and then (a read may miss the last frame admitted, as one another CPU
+// is still counting), the reads turned into samples by the sampler's own conversion.
+struct SimulatedLink {
+  uint64_t wall_bps;
+  uint64_t admitted = 0, busy_until_ns = 0;
+  void admit(uint64_t now_ns, uint64_t bytes) {
+    busy_until_ns = std::max(busy_until_ns, now_ns) + bytes * 8'000'000'000ULL / wall_bps;
+    admitted += bytes;
+  }
+  PortSnapshot read(uint64_t now_ns, uint64_t missed) const {
+    PortSnapshot p;
+    p.cfg.rate_bps = wall_bps;
+    p.counters.bytes = admitted - missed;
+    p.counters.packets = p.counters.bytes / 1514;
+    p.busy_until_ns = busy_until_ns;
+    p.read_ns = now_ns;
+    return p;
+  }
+};
+
+// `scale` x dilated, the link `real_bps`; every 250 ms of wall clock (+-40 ms) a read, a burst
+// of frames each 100 ms that fills a deep queue, and a final read 1 ms after the one before.
+RunReport simulated_run(const LabModel& m, double scale, uint64_t real_bps, bool admitted_only) {
+  const TimeScale ts{scale};
+  SimulatedLink link{ts.wall_bps(real_bps)};
+  RunReport r;
+  r.sample_slack_bytes = 2 * 1514;  // two CPUs
+  uint64_t state = 7;
+  auto rnd = [&](uint64_t n) { return ((state = state * 6364136223846793005ULL + 1) >> 33) % n; };
+  std::vector<uint64_t> reads;
+  for (uint64_t t = 0; t < 20'000'000'000ULL; t += 250'000'000)
+    reads.push_back(t + rnd(80) * 1'000'000);
+  reads.push_back(reads.back() + 1'000'000);
+  uint64_t next_burst = 0;
+  for (uint64_t read : reads) {
+    for (; next_burst <= read; next_burst += 100'000'000) {
+      // Enough for the link's 100 ms and more, in one go: the queue takes it.
+      const uint64_t frames = link.wall_bps / 8 / 10 / 1514 + 1 + rnd(40);
+      for (uint64_t f = 0; f < frames; ++f) link.admit(next_burst + f * 1000, 1514);
+    }
+    const uint64_t missed = rnd(3) == 0 ? 1514 : 0;  // a frame still being counted elsewhere
+    DirectionSample d = shaped_sample(link.read(read, missed), ts);
+    if (admitted_only) d.bytes += d.queued_bytes;  // the counters as they were read before
+    d.t_s = ts.real_s(double(read) / 1e9);
+    TelemetrySample s;
+    // The round's stamp: the sampler's own, up to 30 ms of wall clock before this direction's
+    // read (many maps, a busy machine).
+    s.wall_s = double(read) / 1e9 - double(rnd(30)) / 1e3;
+    s.t_s = ts.real_s(s.wall_s);
+    if (admitted_only) d.t_s = s.t_s;
+    s.dirs.assign(2 * m.topo.links.size(), DirectionSample{});
+    s.dirs[0] = d;
+    r.samples.push_back(s);
+  }
+  return r;
+}
+
+TEST(ReportRates, SampledRatesNeverExceedTheLineRateByMoreThanTheStatedBound) {
+  for (auto [scale, gbit] :
+       std::initializer_list<std::pair<double, double>>{{1, 0.025}, {4000, 400}, {1000, 100}}) {
+    const uint64_t line = static_cast<uint64_t>(gbit * 1e9);
+    const LabModel m = model_of(
+        "name: s\ntopology: {kind: leaf-spine, leaves: 2, spines: 1, "
+        "hosts_per_leaf: 1}\nlinks: {default: {rate: " +
+        format_rate(line) + "}}\n");
+    const RunReport r = simulated_run(m, scale, line, false);
+    const SamplerBound bound = sampler_bound(m, r);
+    EXPECT_EQ(bound.slowest_line_bps, line);
+    EXPECT_GT(bound.bps, 0);
+    EXPECT_LT(bound.share(), 0.01) << "two frames over ~250 ms of wall clock";
+    double peak = 0;
+    for (const PlottedInterval& i : plotted_intervals(r, 0)) {
+      const double bps = double(i.growth.bytes) * 8 / i.dt_s;
+      peak = std::max(peak, bps);
+      EXPECT_LE(bps, double(line) + bound.bps) << "x" << scale << " at " << i.t_s << " s";
+    }
+    EXPECT_GT(peak, 0.95 * double(line)) << "the link is saturated";
+    // The page says so.
+    const std::string html = report_html(m, r);
+    EXPECT_NE(html.find("<p id=\"sampler-note\""), std::string::npos);
+    EXPECT_NE(html.find("% of the slowest link's " + format_rate_short(double(line))),
+              std::string::npos);
+
+    // The same reads counted when admitted, over the round's stamp: far above the line rate.
+    const RunReport before = simulated_run(m, scale, line, true);
+    double worst = 0;
+    for (size_t k = 1; k < before.samples.size(); ++k) {
+      const auto &a = before.samples[k - 1], &b = before.samples[k];
+      worst = std::max(worst, double(b.dirs[0].bytes - a.dirs[0].bytes) * 8 / (b.t_s - a.t_s));
+    }
+    EXPECT_GT(worst, 1.2 * double(line)) << "x" << scale;
+  }
+}
+
+}  // namespace
+}  // namespace fabemu
