@@ -248,6 +248,7 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   report.lab = paths.lab;
   report.scenario_file = m.scenario.file;
   report.seed = m.scenario.seed;
+  report.link_mode = up->plan_options;
 
   if (const std::string note = fault_timeline_note(m); !note.empty() && !args.quiet)
     std::printf("  note: %s\n", note.c_str());

@@ -193,7 +193,7 @@ std::string report_html(const LabModel& m, const RunReport& r) {
       "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}"
       "table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:3px "
       "8px;font-size:13px;text-align:left}th{background:#eee}.ok{color:#2a7a2a}.bad{color:#c62828;"
-      "font-weight:bold}"
+      "font-weight:bold}.warn{background:#fff4e5;border-left:4px solid #f58518;padding:6px 10px}"
       ".note{color:#555;font-size:13px}svg{display:block;margin:8px 0 20px;border:1px solid #ddd}"
       // Nothing wider than the window: pictures scale down (they have a viewBox), long names in
       // a table cell wrap.
@@ -215,6 +215,9 @@ std::string report_html(const LabModel& m, const RunReport& r) {
          xml_escape(m.time_scale_why) +
          "); every time, rate and bandwidth on this page is the real fabric's.</p>\n";
   }
+  if (const std::string note = link_mode_note(m, r); !note.empty())
+    h += "<p id=\"link-model\" class=\"warn\"><b>No delay or jitter added.</b> The " +
+         xml_escape(note) + ".</p>\n";
   h += std::string(
            "<h2>Topology</h2>\n<p>Links coloured by the share of their rate they carried over the "
            "run (green idle, orange busy), red where the link model dropped more than 1% of the "

@@ -123,6 +123,14 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
   std::string out;
   auto line = [&](const Json& j) { out += json_text(j) + "\n"; };
   auto or_null = [](bool has, double v) { return has ? Json(v) : Json(nullptr); };
+  // The link model's mode as `status --json` names it; delay_added false: the scenario's delays
+  // and jitter were not applied (no fq), so every time measured lacks them.
+  Json mode = nullptr;
+  if (r.link_mode)
+    mode = {{"mode", shaping_mode_name(*r.link_mode)},
+            {"reason", r.link_mode->no_fq_reason},
+            {"delay_added", r.link_mode->fq},
+            {"note", link_mode_note(m, r)}};
   // How far a sampled rate can run ahead of the link (sampler_bound).
   const SamplerBound bound = sampler_bound(m, r);
   // Times and rates are the real fabric's; wall_* are the lab's wall clock (time_scale times
@@ -138,6 +146,7 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
         {"links", t.links.size()},
         {"reachable_pairs", r.reachable},
         {"pairs", r.pairs},
+        {"link_model", mode},
         {"sampler",
          {{"slack_bytes", bound.slack_bytes},
           {"shortest_interval_s", bound.shortest_interval_s},

@@ -36,6 +36,8 @@ struct ExpectResult {
 struct RunReport {
   std::string lab, scenario_file;
   uint64_t seed = 0;
+  // How the lab's link model ran (fq, htb or policer, as `up` chose); unset when not known.
+  std::optional<PlanOptions> link_mode;
   // The most a read of one direction's counters can miss (TelemetrySampler::slack_bytes).
   uint64_t sample_slack_bytes = 0;
   int reachable = 0, pairs = 0;
@@ -63,6 +65,10 @@ double run_seconds(const RunReport& r);
 
 // Frames the link model dropped during the run, all directions (last sample minus first).
 uint64_t run_drops(const RunReport& r);
+
+// What the link model did not do in this run, as `up` said it: empty with fq (or unknown),
+// else the mode's sentence and the delay and jitter the scenario asked for and did not get.
+std::string link_mode_note(const LabModel& m, const RunReport& r);
 
 // The samples the plots draw rates between: the first, then each at least half the median
 // interval after the last one kept (the final sample, taken when the workload ended, can be

@@ -16,6 +16,40 @@ double read_interval(const TelemetrySample& from, const TelemetrySample& to, siz
   return read_time(to, d) - read_time(from, d);
 }
 
+std::string link_mode_note(const LabModel& m, const RunReport& r) {
+  if (!r.link_mode || r.link_mode->fq) return "";
+  const Topology& t = m.topo;
+  int ports = 0;
+  if (!r.samples.empty()) {
+    for (const DirectionSample& d : r.samples.back().dirs) ports += d.shaped;
+  } else {
+    for (const Link& l : t.links)
+      if (!l.a_to_b.empty() || !l.b_to_a.empty()) ports = 2 * static_cast<int>(t.links.size());
+  }
+  if (ports == 0) return "";  // no link model on any port: nothing asked of it
+  const auto& lossless = m.scenario.fabric.lossless;
+  std::string s = link_model_text(*r.link_mode, ports, lossless && lossless->hold_queue);
+  // What the scenario asked for and did not get.
+  int asked = 0;
+  uint64_t delay = 0, jitter = 0;
+  for (const Link& l : t.links)
+    for (const LinkShape* shape : {&l.a_to_b, &l.b_to_a}) {
+      const uint64_t d = shape->delay_ns.value_or(0), j = shape->jitter_ns.value_or(0);
+      asked += d || j;
+      delay = std::max(delay, d);
+      jitter = std::max(jitter, j);
+    }
+  if (asked) {
+    std::string what = delay ? "delay up to " + format_time_ns(delay) : "";
+    if (jitter)
+      what += (what.empty() ? "" : " and ") + std::string("jitter up to ") + format_time_ns(jitter);
+    s += "; the scenario asks for " + what + " on " + std::to_string(asked) + " of " +
+         std::to_string(2 * t.links.size()) +
+         " link directions, none of which was added: latencies and times here are without it";
+  }
+  return s;
+}
+
 std::vector<size_t> plotted_samples(const RunReport& r) {
   const auto& s = r.samples;
   std::vector<size_t> out;

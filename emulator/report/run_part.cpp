@@ -58,6 +58,7 @@ std::string run_part_text(const RunReport& part) {
                     {"faults", faults},
                     {"samples", samples},
                     {"notes", part.notes},
+                    {"link_mode", part.link_mode ? format_shaping_mode(*part.link_mode) : ""},
                     {"sample_slack_bytes", part.sample_slack_bytes}}) +
          "\n";
 }
@@ -125,6 +126,8 @@ Result<RunReport> parse_run_part(const std::string& text, const std::string& wha
       r.samples.push_back(std::move(t));
     }
     r.notes = j.value("notes", std::vector<std::string>{});
+    if (const std::string mode = j.value("link_mode", ""); !mode.empty())
+      if (auto parsed = parse_shaping_mode(mode, what)) r.link_mode = *parsed;
     r.sample_slack_bytes = j.value("sample_slack_bytes", uint64_t{0});
   } catch (const Json::exception& e) {
     return not_a_part(what, e.what());
@@ -224,8 +227,11 @@ RunReport merge_run_parts(const LabModel& m, const std::vector<std::string>& mac
     out.samples.push_back(std::move(s));
   }
 
-  for (const RunReport& p : parts)
+  // The link model's mode: a machine without fq adds no delay, which the report must say.
+  for (const RunReport& p : parts) {
+    if (p.link_mode && (!out.link_mode || !p.link_mode->fq)) out.link_mode = p.link_mode;
     out.sample_slack_bytes = std::max(out.sample_slack_bytes, p.sample_slack_bytes);
+  }
 
   std::set<std::string> seen;
   for (size_t k = 0; k < parts.size(); ++k)

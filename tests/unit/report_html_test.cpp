@@ -33,6 +33,57 @@ LabModel model_of(const std::string& yaml) {
   return *m;
 }
 
+// Two samples a second apart of every direction, all shaped; `bytes` on each.
+RunReport two_samples(const LabModel& m, uint64_t bytes) {
+  RunReport r;
+  r.reachable = r.pairs = 12;
+  TelemetrySample a, b;
+  a.dirs.resize(2 * m.topo.links.size());
+  b.dirs.resize(a.dirs.size());
+  for (size_t d = 0; d < a.dirs.size(); ++d) {
+    a.dirs[d].shaped = b.dirs[d].shaped = true;
+    b.dirs[d].bytes = bytes;
+    b.dirs[d].packets = bytes / 1000;
+  }
+  b.t_s = b.wall_s = 1;
+  r.samples = {a, b};
+  return r;
+}
+
+PlanOptions htb_mode() {
+  PlanOptions o;
+  o.fq = false;
+  o.htb = true;
+  o.no_fq_reason = "sch_fq: ENOENT";
+  return o;
+}
+
+TEST(ReportHtml, AnHtbLabSaysNoDelayOrJitterWasAdded) {
+  const LabModel m = model_of(kLab);
+  RunReport r = two_samples(m, 1000);
+  r.link_mode = htb_mode();
+  const std::string html = report_html(m, r);
+  const size_t note = html.find("<p id=\"link-model\"");
+  ASSERT_NE(note, std::string::npos);
+  const std::string p = html.substr(note, html.find("</p>", note) - note);
+  EXPECT_NE(p.find("No delay or jitter added."), std::string::npos) << p;
+  // `up`'s sentence, and what the scenario asked for.
+  EXPECT_NE(p.find("link model on 16 ports: this kernel has no fq (sch_fq: ENOENT), so htb holds"),
+            std::string::npos)
+      << p;
+  EXPECT_NE(p.find("delay up to 5us on 16 of 16 link directions"), std::string::npos) << p;
+  const std::string jsonl = report_json_lines(m, r);
+  const std::string run = jsonl.substr(0, jsonl.find('\n'));
+  EXPECT_NE(run.find("\"link_model\":{\"mode\":\"htb\",\"reason\":\"sch_fq: ENOENT\","
+                     "\"delay_added\":false"),
+            std::string::npos)
+      << run;
+
+  r.link_mode = PlanOptions{};  // fq: everything added, nothing to say
+  EXPECT_EQ(report_html(m, r).find("id=\"link-model\""), std::string::npos);
+  EXPECT_NE(report_json_lines(m, r).find("\"delay_added\":true"), std::string::npos);
+}
+
 // A link model's direction, simulated: frames admitted in bursts into a virtual queue drained at
 // `wall_bps`, read now and then (a read may miss the last frame admitted, as one another CPU
 // is still counting), the reads turned into samples by the sampler's own conversion.
