@@ -162,6 +162,61 @@ std::string real_time(const LabModel& m, double s) {
   return format_time_short(static_cast<uint64_t>(s * 1e9));
 }
 
+// The drops of a direction by cause: "queue 12, down 3", or the kernel's where the link model
+// did not count (an unshaped port).
+std::string drop_causes(const DirectionSample& g) {
+  if (!g.drops) return "-";
+  if (!g.shaped) return "port's own";
+  std::string out;
+  for (const auto& [n, what] : {std::pair{g.drop_queue, "queue"},
+                                {g.drop_loss, "loss"},
+                                {g.drop_down, "down"},
+                                {g.drop_watchdog, "PFC watchdog"}})
+    if (n) out += (out.empty() ? "" : ", ") + std::string(what) + " " + std::to_string(n);
+  return out;
+}
+
+// Every direction over the run (rank_directions: dropping first, then busiest), the first
+// kLinkRows of a big lab.
+constexpr size_t kLinkRows = 32;
+std::string link_table(const LabModel& m, const RunReport& r) {
+  const std::vector<DirectionFigures> rows = rank_directions(m, r);
+  if (rows.empty()) return "";
+  const double secs = std::max(1e-12, run_seconds(r));
+  bool pfc = false;
+  for (const DirectionFigures& f : rows) pfc |= f.growth.pause_ns > 0;
+  std::string h = std::string(
+                      "<table id=\"links\"><tr><th>direction</th><th>MB</th><th>rate</th><th>of "
+                      "its rate</th><th>drops</th><th>by cause</th><th>CE marks</th><th>queue "
+                      "delay p99</th>") +
+                  (pfc ? "<th>PFC paused</th><th>XOFFs</th>" : "") + "</tr>\n";
+  const size_t shown = std::min(kLinkRows, rows.size());
+  for (size_t k = 0; k < shown; ++k) {
+    const DirectionFigures& f = rows[k];
+    const DirectionSample& g = f.growth;
+    const std::string qd =
+        g.shaped && g.queue_delay_p99_ns ? "<" + format_time_short(g.queue_delay_p99_ns) : "-";
+    h += "<tr>" + td(f.name) + td(fixed(double(g.bytes) / 1e6, 2)) +
+         td(format_rate_short(f.rate_bps)) +
+         td(f.line_bps ? fixed(100 * f.rate_bps / double(f.line_bps), 1) + "%" : "-") + "<td" +
+         (g.drops ? " class=\"bad\">" : ">") + std::to_string(g.drops) + "</td>" +
+         td(drop_causes(g)) + td(std::to_string(g.ce_marks)) + td(qd);
+    if (pfc)
+      h += td(g.pause_ns ? format_time_short(g.pause_ns) + " (" +
+                               fixed(100.0 * double(g.pause_ns) / (secs * 1e9), 1) + "%)"
+                         : "-") +
+           td(std::to_string(g.pause_events));
+    h += "</tr>\n";
+  }
+  h += "</table>\n";
+  if (shown < rows.size())
+    h += "<p class=\"note\">The first " + std::to_string(shown) + " of " +
+         std::to_string(rows.size()) +
+         " directions: those that dropped frames, then the busiest; report.jsonl has every "
+         "one.</p>\n";
+  return h;
+}
+
 // Where the throughput plot's figures come from and how far they can run ahead of a link.
 std::string sampler_note(const LabModel& m, const RunReport& r) {
   const SamplerBound b = sampler_bound(m, r);
@@ -254,7 +309,7 @@ std::string report_html(const LabModel& m, const RunReport& r) {
     h += "</table>\n";
   }
   const auto [rate, drops, pauses] = link_charts(m, r);
-  h += "<h2>Links</h2>\n" + rate + sampler_note(m, r) + drops + pauses;
+  h += "<h2>Links</h2>\n" + link_table(m, r) + rate + sampler_note(m, r) + drops + pauses;
   if (!r.expectations.empty()) {
     h += "<h2>Expectations</h2>\n<table id=\"expect\">\n";
     for (const ExpectResult& e : r.expectations)

@@ -70,6 +70,17 @@ uint64_t run_drops(const RunReport& r);
 // else the mode's sentence and the delay and jitter the scenario asked for and did not get.
 std::string link_mode_note(const LabModel& m, const RunReport& r);
 
+// One direction over the run, for the link tables of the terminal and the page.
+struct DirectionFigures {
+  size_t dir = 0;  // 2 * link + (b_to_a ? 1 : 0)
+  std::string name;
+  DirectionSample growth;  // run_growth
+  double rate_bps = 0;     // bytes over the run's time
+  uint64_t line_bps = 0;   // the link's rate (the real fabric's); 0: unlimited
+};
+// Every direction, those that dropped first (most drops), then the busiest (most bytes).
+std::vector<DirectionFigures> rank_directions(const LabModel& m, const RunReport& r);
+
 // The samples the plots draw rates between: the first, then each at least half the median
 // interval after the last one kept (the final sample, taken when the workload ended, can be
 // a millisecond after the one before: a rate over it would be mostly noise).

@@ -50,6 +50,29 @@ std::string link_mode_note(const LabModel& m, const RunReport& r) {
   return s;
 }
 
+std::vector<DirectionFigures> rank_directions(const LabModel& m, const RunReport& r) {
+  std::vector<DirectionFigures> out;
+  if (r.samples.size() < 2) return out;
+  const Topology& t = m.topo;
+  const TelemetrySample &first = r.samples.front(), &last = r.samples.back();
+  for (size_t d = 0; d < last.dirs.size() && d / 2 < t.links.size(); ++d) {
+    DirectionFigures f;
+    f.dir = d;
+    f.name = direction_name(t, static_cast<int>(d / 2), d % 2 == 1);
+    f.growth = growth(first, last, d);
+    f.rate_bps = double(f.growth.bytes) * 8 / std::max(1e-12, read_interval(first, last, d));
+    const Link& l = t.links[d / 2];
+    f.line_bps = (d % 2 ? l.b_to_a : l.a_to_b).rate_bps.value_or(0);
+    out.push_back(std::move(f));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const DirectionFigures& x, const DirectionFigures& y) {
+                     const DirectionSample &a = x.growth, &b = y.growth;
+                     return a.drops != b.drops ? a.drops > b.drops : a.bytes > b.bytes;
+                   });
+  return out;
+}
+
 std::vector<size_t> plotted_samples(const RunReport& r) {
   const auto& s = r.samples;
   std::vector<size_t> out;

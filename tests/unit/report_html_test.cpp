@@ -84,6 +84,60 @@ TEST(ReportHtml, AnHtbLabSaysNoDelayOrJitterWasAdded) {
   EXPECT_NE(report_json_lines(m, r).find("\"delay_added\":true"), std::string::npos);
 }
 
+// The rows of the table with id `id`, each as its cells' text.
+std::vector<std::vector<std::string>> table_rows(const std::string& html, const std::string& id) {
+  std::vector<std::vector<std::string>> rows;
+  const size_t at = html.find("<table id=\"" + id + "\"");
+  if (at == std::string::npos) return rows;
+  const std::string table = html.substr(at, html.find("</table>", at) - at);
+  static const std::regex row("<tr>(.*?)</tr>"), cell("<td[^>]*>(.*?)</td>");
+  for (auto r = std::sregex_iterator(table.begin(), table.end(), row); r != std::sregex_iterator();
+       ++r) {
+    const std::string inner = (*r)[1];
+    std::vector<std::string> cells;
+    for (auto c = std::sregex_iterator(inner.begin(), inner.end(), cell);
+         c != std::sregex_iterator(); ++c)
+      cells.push_back((*c)[1]);
+    if (!cells.empty()) rows.push_back(cells);
+  }
+  return rows;
+}
+
+TEST(ReportHtml, EveryDirectionIsInTheLinkTableDroppingFirstThenBusiest) {
+  const LabModel m = model_of(kLab);
+  RunReport r = two_samples(m, 1000);
+  r.samples[1].dirs[5].bytes = 2'500'000;  // 20 Mbit/s for the second: the busiest
+  DirectionSample& dropping = r.samples[1].dirs[2];
+  dropping.drop_queue = 12;
+  dropping.drop_down = 3;
+  dropping.drops = 15;
+  dropping.ce_marks = 4;
+  dropping.queue_delay_p99_ns = 2'000'000;
+  const auto rows = table_rows(report_html(m, r), "links");
+  ASSERT_EQ(rows.size(), 16u);
+  EXPECT_EQ(rows[0][0], xml_escape(direction_name(m.topo, 1, false)));
+  EXPECT_EQ(rows[0][4], "15");
+  EXPECT_EQ(rows[0][5], "queue 12, down 3");
+  EXPECT_EQ(rows[0][6], "4");
+  EXPECT_EQ(rows[0][7], "&lt;2ms");
+  EXPECT_EQ(rows[1][0], xml_escape(direction_name(m.topo, 2, true)));
+  EXPECT_EQ(rows[1][1], "2.50");   // MB
+  EXPECT_EQ(rows[1][3], "80.0%");  // of its 25 Mbit/s
+  // The terminal ranks the same way (print_links uses rank_directions).
+  const auto ranked = rank_directions(m, r);
+  EXPECT_EQ(ranked[0].dir, 2u);
+  EXPECT_EQ(ranked[1].dir, 5u);
+
+  // A big lab: the first 32 rows and a note saying so.
+  const LabModel big = model_of(R"(name: b
+topology: {kind: leaf-spine, leaves: 4, spines: 2, hosts_per_leaf: 8}
+links: {default: {rate: 25mbit}}
+)");
+  const std::string html = report_html(big, two_samples(big, 1000));
+  EXPECT_EQ(table_rows(html, "links").size(), 32u);
+  EXPECT_NE(html.find("The first 32 of 80 directions"), std::string::npos);
+}
+
 // A link model's direction, simulated: frames admitted in bursts into a virtual queue drained at
 // `wall_bps`, read now and then (a read may miss the last frame admitted, as one another CPU
 // is still counting), the reads turned into samples by the sampler's own conversion.
