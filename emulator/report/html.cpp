@@ -217,6 +217,34 @@ std::string link_table(const LabModel& m, const RunReport& r) {
   return h;
 }
 
+// Per collective step and size, how the ranks' times spread (each rank's mean iteration) and
+// which host the slowest ran on: the time column is the slowest rank's.
+std::string rank_table(const LabModel& m, const RunReport& r) {
+  std::string rows;
+  auto us = [](double v) { return format_time_short(static_cast<uint64_t>(v * 1e3 + 0.5)); };
+  for (size_t i = 0; i < r.steps.size(); ++i)
+    for (const SizeResult& x : r.steps[i].results) {
+      const auto spread = rank_spread(m.topo, x);
+      if (!spread) continue;
+      rows +=
+          "<tr>" + td("[" + std::to_string(i) + "] " + r.steps[i].collective) +
+          td(format_size(x.size)) + td(std::to_string(x.rank_time_us.size())) +
+          td(us(spread->min_us)) + td(us(spread->median_us)) + td(us(spread->max_us)) +
+          td(spread->min_us > 0 ? "+" + fixed(100 * (spread->max_us / spread->min_us - 1), 1) + "%"
+                                : "-") +
+          td((spread->slowest_host.empty() ? "" : spread->slowest_host + " ") + "(rank " +
+             std::to_string(spread->slowest_rank) + ")") +
+          "</tr>\n";
+    }
+  if (rows.empty()) return "";
+  return std::string("<h3>Per-rank times</h3>\n<p>Each rank's mean time of one iteration") +
+         (m.time_scale.dilated() ? ", in the real fabric's time like the busbw above" : "") +
+         "; a collective is as slow as its slowest rank.</p>\n<table id=\"ranks\"><tr><th>step"
+         "</th><th>size</th><th>ranks</th><th>fastest</th><th>median</th><th>slowest</th><th>"
+         "slowest over fastest</th><th>slowest rank's host</th></tr>\n" +
+         rows + "</table>\n";
+}
+
 // Where the throughput plot's figures come from and how far they can run ahead of a link.
 std::string sampler_note(const LabModel& m, const RunReport& r) {
   const SamplerBound b = sampler_bound(m, r);
@@ -294,7 +322,7 @@ std::string report_html(const LabModel& m, const RunReport& r) {
          (s.ok ? "ok\">ok" : "bad\">FAILED: " + xml_escape(s.failure)) + "</td>" +
          td(real_time(m, s.start_s)) + td(real_time(m, s.seconds)) +
          (dilated ? td(fixed(s.wall_seconds, 2)) : "") + "</tr>\n";
-  h += "</table>\n" + busbw_chart(r);
+  h += "</table>\n" + busbw_chart(r) + rank_table(m, r);
   if (!r.faults.empty()) {
     h += "<h2>Fault timeline</h2>\n<table id=\"faults\"><tr><th>due</th><th>applied"
          "</th><th>fault</th><th>result</th></tr>\n";

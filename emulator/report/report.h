@@ -81,6 +81,15 @@ struct DirectionFigures {
 // Every direction, those that dropped first (most drops), then the busiest (most bytes).
 std::vector<DirectionFigures> rank_directions(const LabModel& m, const RunReport& r);
 
+// The spread of one size's per-rank times (the real fabric's µs, as time_us), and which host
+// the slowest rank ran on (the host of that rank: Node::rank; empty when unknown).
+struct RankSpread {
+  double min_us = 0, median_us = 0, max_us = 0;
+  int slowest_rank = -1;
+  std::string slowest_host;
+};
+std::optional<RankSpread> rank_spread(const Topology& t, const SizeResult& s);
+
 // The samples the plots draw rates between: the first, then each at least half the median
 // interval after the last one kept (the final sample, taken when the workload ended, can be
 // a millisecond after the one before: a rate over it would be mostly noise).

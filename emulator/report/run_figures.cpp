@@ -73,6 +73,22 @@ std::vector<DirectionFigures> rank_directions(const LabModel& m, const RunReport
   return out;
 }
 
+std::optional<RankSpread> rank_spread(const Topology& t, const SizeResult& s) {
+  if (s.rank_time_us.empty()) return std::nullopt;
+  std::vector<double> sorted = s.rank_time_us;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  RankSpread out;
+  out.min_us = sorted.front();
+  out.max_us = sorted.back();
+  out.median_us = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  out.slowest_rank = static_cast<int>(
+      std::max_element(s.rank_time_us.begin(), s.rank_time_us.end()) - s.rank_time_us.begin());
+  for (const Node& node : t.nodes)
+    if (node.role == Role::Host && node.rank == out.slowest_rank) out.slowest_host = node.name;
+  return out;
+}
+
 std::vector<size_t> plotted_samples(const RunReport& r) {
   const auto& s = r.samples;
   std::vector<size_t> out;

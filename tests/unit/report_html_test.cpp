@@ -138,6 +138,34 @@ links: {default: {rate: 25mbit}}
   EXPECT_NE(html.find("The first 32 of 80 directions"), std::string::npos);
 }
 
+TEST(ReportHtml, PerRankTimesShowTheSpreadAndTheSlowestRanksHost) {
+  const LabModel m = model_of(kLab);
+  RunReport r = two_samples(m, 1000);
+  StepReport s;
+  s.title = "workload[0] allreduce (gloo, tcp)";
+  s.ok = true;
+  s.collective = "allreduce";
+  SizeResult x;
+  x.size = 1 << 20;
+  x.rank_time_us = {10, 12, 30, 11};
+  x.time_us = 30;  // the slowest rank's, as fabemu-collective reports it
+  s.results = {x};
+  r.steps.push_back(s);
+  const auto spread = rank_spread(m.topo, x);
+  ASSERT_TRUE(spread);
+  EXPECT_EQ(spread->slowest_rank, 2);
+  EXPECT_DOUBLE_EQ(spread->median_us, 11.5);
+  int host_of_rank2 = -1;
+  for (int h : m.topo.hosts())
+    if (m.topo.nodes[h].rank == 2) host_of_rank2 = h;
+  ASSERT_GE(host_of_rank2, 0);
+  const auto rows = table_rows(report_html(m, r), "ranks");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"[0] allreduce", "1M", "4", "10us", "11.5us", "30us",
+                                      "+200.0%", m.topo.nodes[host_of_rank2].name + " (rank 2)"}));
+}
+
 // A link model's direction, simulated: frames admitted in bursts into a virtual queue drained at
 // `wall_bps`, read now and then (a read may miss the last frame admitted, as one another CPU
 // is still counting), the reads turned into samples by the sampler's own conversion.
