@@ -305,6 +305,10 @@ std::string report_html(const LabModel& m, const RunReport& r) {
            "<h2>Topology</h2>\n<p>Links coloured by the share of their rate they carried over the "
            "run (green idle, orange busy), red where the link model dropped more than 1% of the "
            "frames; hover for figures.") +
+       (link_downs(t, r.faults).any()
+            ? " Dashed where a fault took the link down during the run: ↓ when it was up again "
+              "at the end, ✕ when it was still down."
+            : "") +
        (topology_collapsed(t)
             ? " The fabric is too big to draw node by node: each tier shows its first nodes, "
               "those where frames were dropped or a fault struck, and its last; a dashed box "

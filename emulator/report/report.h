@@ -90,6 +90,15 @@ struct RankSpread {
 };
 std::optional<RankSpread> rank_spread(const Topology& t, const SizeResult& s);
 
+// What faults did to each link during the run (played steps: down, up, flaps, a NIC down, a
+// host crashed and restarted): taken down at least once, and still down at the end.
+struct LinkDowns {
+  std::vector<int> times_down;  // per link
+  std::vector<bool> down_at_end;
+  bool any() const;
+};
+LinkDowns link_downs(const Topology& t, const std::vector<AppliedFault>& faults);
+
 // The samples the plots draw rates between: the first, then each at least half the median
 // interval after the last one kept (the final sample, taken when the workload ended, can be
 // a millisecond after the one before: a rate over it would be mostly noise).

@@ -89,6 +89,53 @@ std::optional<RankSpread> rank_spread(const Topology& t, const SizeResult& s) {
   return out;
 }
 
+bool LinkDowns::any() const {
+  return std::any_of(times_down.begin(), times_down.end(), [](int n) { return n > 0; }) ||
+         std::find(down_at_end.begin(), down_at_end.end(), true) != down_at_end.end();
+}
+
+LinkDowns link_downs(const Topology& t, const std::vector<AppliedFault>& faults) {
+  const size_t n = t.links.size();
+  LinkDowns out{std::vector<int>(n, 0), std::vector<bool>(n, false)};
+  std::vector<bool>& down = out.down_at_end;
+  for (size_t l = 0; l < n; ++l)  // a link the scenario starts down
+    down[l] = t.links[l].a_to_b.down.value_or(false) || t.links[l].b_to_a.down.value_or(false);
+  auto set = [&](int l, bool now_down) {
+    if (now_down && !down[l]) ++out.times_down[l];
+    down[l] = now_down;
+  };
+  // A flap repeats its target many times: each is looked up once.
+  std::map<std::string, std::vector<int>> links_of_target;
+  auto links_of = [&](const std::string& target) -> const std::vector<int>& {
+    auto [it, fresh] = links_of_target.try_emplace(target);
+    if (fresh)
+      if (auto dirs = find_directions(t, target); dirs.ok())
+        for (const Direction& d : *dirs)
+          if (std::find(it->second.begin(), it->second.end(), d.link) == it->second.end())
+            it->second.push_back(d.link);
+    return it->second;
+  };
+  using K = FaultStep::Kind;
+  for (const AppliedFault& f : faults) {
+    if (!f.done) continue;
+    const FaultStep& s = f.step;
+    if (s.link_step() || (s.kind == K::Shape && s.shape.down)) {
+      const bool now_down = s.kind == K::Shape ? *s.shape.down : s.kind == K::Down;
+      for (int l : links_of(s.target)) set(l, now_down);
+    } else if (s.kind == K::Crash || s.kind == K::Restart || s.kind == K::NicDown ||
+               s.kind == K::NicUp) {
+      const int host = t.find(s.target);
+      if (host < 0) continue;
+      for (int l : t.links_of(host)) {
+        const bool nic = s.kind == K::NicDown || s.kind == K::NicUp;
+        if (nic && t.links[l].end(host).ifname != s.nic) continue;
+        set(l, s.kind == K::Crash || s.kind == K::NicDown);
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<size_t> plotted_samples(const RunReport& r) {
   const auto& s = r.samples;
   std::vector<size_t> out;

@@ -166,6 +166,46 @@ TEST(ReportHtml, PerRankTimesShowTheSpreadAndTheSlowestRanksHost) {
                                       "+200.0%", m.topo.nodes[host_of_rank2].name + " (rank 2)"}));
 }
 
+TEST(ReportHtml, LinksTheFaultsTookDownAreMarkedWithALegend) {
+  const LabModel m = model_of(kLab);
+  RunReport r = two_samples(m, 1000);
+  r.faults = fault_log(m, expand_faults(m.scenario));
+  for (AppliedFault& f : r.faults) f.done = true;  // both flaps and the down played
+  // And h1's NIC taken down and up again.
+  const int h1 = m.topo.find("h1");
+  const int nic_link = m.topo.links_of(h1).front();
+  for (bool up : {false, true}) {
+    AppliedFault f;
+    f.step.kind = up ? FaultStep::Kind::NicUp : FaultStep::Kind::NicDown;
+    f.step.target = "h1";
+    f.step.nic = m.topo.links[nic_link].end(h1).ifname;
+    f.done = true;
+    r.faults.push_back(f);
+  }
+  const LinkDowns downs = link_downs(m.topo, r.faults);
+  const auto link = [&](const char* a, const char* b) { return find_links(m.topo, a, b).front(); };
+  EXPECT_EQ(downs.times_down[link("leaf1", "spine1")], 2);
+  EXPECT_FALSE(downs.down_at_end[link("leaf1", "spine1")]);
+  EXPECT_EQ(downs.times_down[link("leaf2", "spine1")], 1);
+  EXPECT_TRUE(downs.down_at_end[link("leaf2", "spine1")]);
+  EXPECT_EQ(downs.times_down[nic_link], 1);
+  EXPECT_FALSE(downs.down_at_end[nic_link]);
+  EXPECT_EQ(downs.times_down[link("leaf2", "spine2")], 0);
+
+  const std::string svg = topology_svg(m, &r);
+  EXPECT_NE(svg.find("<g class=\"link went-down\" data-link=\"leaf1:spine1\""), std::string::npos);
+  EXPECT_NE(svg.find("<g class=\"link down-at-end\" data-link=\"leaf2:spine1\""),
+            std::string::npos);
+  EXPECT_NE(svg.find("<g class=\"link\" data-link=\"leaf2:spine2\""), std::string::npos);
+  const size_t legend = svg.find("<g class=\"legend\"");
+  ASSERT_NE(legend, std::string::npos);
+  EXPECT_NE(svg.find("taken down by a fault, up again", legend), std::string::npos);
+  EXPECT_NE(svg.find("down at the end", legend), std::string::npos);
+  // Unplayed steps take nothing down.
+  for (AppliedFault& f : r.faults) f.done = false;
+  EXPECT_FALSE(link_downs(m.topo, r.faults).any());
+}
+
 // A link model's direction, simulated: frames admitted in bursts into a virtual queue drained at
 // `wall_bps`, read now and then (a read may miss the last frame admitted, as one another CPU
 // is still counting), the reads turned into samples by the sampler's own conversion.
