@@ -47,6 +47,16 @@ std::string busbw_chart(const RunReport& r) {
   c.y_title = gb ? "busbw (GB/s)" : "busbw (MB/s)";
   const double scale = gb ? 1 : 1e3;
   c.x_label_of = [](double x) { return format_size(static_cast<uint64_t>(std::exp2(x) + 0.5)); };
+  // Ticks at the powers of two the sizes span (line_chart keeps every k-th where the labels
+  // would crowd), so that they read 64K, 1M, 16M whatever sizes were measured.
+  double lo = 1e300, hi = -1e300;
+  for (const StepReport& s : r.steps)
+    for (const SizeResult& x : s.results) {
+      lo = std::min(lo, std::log2(double(std::max<uint64_t>(1, x.size))));
+      hi = std::max(hi, std::log2(double(std::max<uint64_t>(1, x.size))));
+    }
+  for (double e = std::ceil(lo - 1e-9); e <= hi + 1e-9; ++e) c.x_ticks.push_back(e);
+  if (c.x_ticks.empty() && lo <= hi) c.x_ticks = {lo, hi};  // between two powers of two
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const StepReport& s = r.steps[i];
     if (s.results.empty()) continue;
@@ -56,8 +66,6 @@ std::string busbw_chart(const RunReport& r) {
       const double lx = std::log2(double(x.size));
       measured.points.push_back({lx, x.busbw_gbps * scale});
       if (x.pred_busbw_gbps >= 0) predicted.points.push_back({lx, x.pred_busbw_gbps * scale});
-      if (std::find(c.x_ticks.begin(), c.x_ticks.end(), lx) == c.x_ticks.end())
-        c.x_ticks.push_back(lx);
     }
     c.series.push_back(std::move(measured));
     if (!predicted.points.empty()) c.series.push_back(std::move(predicted));

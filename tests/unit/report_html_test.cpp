@@ -206,6 +206,59 @@ TEST(ReportHtml, LinksTheFaultsTookDownAreMarkedWithALegend) {
   EXPECT_FALSE(link_downs(m.topo, r.faults).any());
 }
 
+// The x labels of a chart: (x, text) of the labels under its axis.
+std::vector<std::pair<double, std::string>> x_labels(const std::string& html,
+                                                     const std::string& id) {
+  const size_t at = html.find("<svg id=\"" + id + "\"");
+  const std::string svg = html.substr(at, html.find("</svg>", at) - at);
+  static const std::regex label(
+      "<text x=\"([0-9.]+)\" y=\"271.0\" font-size=\"10\" text-anchor=\"middle\">([^<]*)</text>");
+  std::vector<std::pair<double, std::string>> out;
+  for (auto i = std::sregex_iterator(svg.begin(), svg.end(), label); i != std::sregex_iterator();
+       ++i)
+    out.push_back({std::stod((*i)[1]), (*i)[2]});
+  return out;
+}
+
+TEST(ReportHtml, TheBusbwAxisIsLabelledWithSizesThatDoNotOverlap) {
+  const LabModel m = model_of(kLab);
+  for (auto [from, to] : std::initializer_list<std::pair<int, int>>{{16, 20}, {10, 30}}) {
+    RunReport r = two_samples(m, 0);
+    StepReport s;
+    s.collective = "allreduce";
+    for (int e = from; e <= to; ++e) {
+      SizeResult x;
+      x.size = uint64_t{1} << e;
+      x.busbw_gbps = 0.001 * e;
+      s.results.push_back(x);
+    }
+    r.steps.push_back(s);
+    const auto labels = x_labels(report_html(m, r), "busbw-plot");
+    ASSERT_GE(labels.size(), 5u) << from << ".." << to;
+    EXPECT_EQ(labels.front().second, format_size(uint64_t{1} << from));
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const std::string& text = labels[i].second;
+      bool power = false;
+      for (int e = from; e <= to; ++e) power |= text == format_size(uint64_t{1} << e);
+      EXPECT_TRUE(power) << text;
+      if (i == 0) continue;
+      // About 6 px a character at 10 px: the labels' half widths and a gap fit between them.
+      const double gap = labels[i].first - labels[i - 1].first;
+      EXPECT_GE(gap, 3.0 * double(text.size() + labels[i - 1].second.size()) + 4)
+          << labels[i - 1].second << " " << text;
+    }
+  }
+  // The default scenario's two sizes: every power of two between them.
+  RunReport r = two_samples(m, 0);
+  StepReport s;
+  s.collective = "allreduce";
+  s.results = {{65536, 10, 0.001, 10, -1, -1, 0, {}}, {1 << 20, 100, 0.002, 100, -1, -1, 0, {}}};
+  r.steps.push_back(s);
+  std::vector<std::string> texts;
+  for (const auto& [x, text] : x_labels(report_html(m, r), "busbw-plot")) texts.push_back(text);
+  EXPECT_EQ(texts, (std::vector<std::string>{"64K", "128K", "256K", "512K", "1M"}));
+}
+
 // A link model's direction, simulated: frames admitted in bursts into a virtual queue drained at
 // `wall_bps`, read now and then (a read may miss the last frame admitted, as one another CPU
 // is still counting), the reads turned into samples by the sampler's own conversion.
