@@ -15,13 +15,13 @@
 
 namespace fabemu {
 
-namespace {
-
-Result<PlanOptions> read_mode(const LabPaths& paths) {
+Result<PlanOptions> read_link_mode(const LabPaths& paths) {
   auto text = read_file(paths.shaping_file());
   if (!text) return text.error().context("reading the lab's link-model mode");
   return parse_shaping_mode(*text, paths.shaping_file());
 }
+
+namespace {
 
 // The lab's maps, reused from their pins. A lab that came up unshaped has none yet: the first
 // use loads the link model and pins them (the journal lists the pin dir from the start).
@@ -80,7 +80,7 @@ Result<LinkShaper*> maps_or(const LabPaths& paths, LinkShaper* open,
 Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model,
                                        LinkShaper* open) {
   LinkModelState st;
-  auto mode = read_mode(paths);
+  auto mode = read_link_mode(paths);
   if (!mode) return mode.error();
   st.mode = *mode;
   std::optional<LinkShaper> holder;
@@ -111,7 +111,7 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
   const Topology& t = model.topo;
   auto dirs = find_directions(t, link);
   if (!dirs) return dirs.error().context("lab " + paths.lab);
-  auto mode = read_mode(paths);
+  auto mode = read_link_mode(paths);
   if (!mode) return mode.error();
   if (!mode->fq && !options.accept_degraded &&
       (change.delay_ns.value_or(0) || change.jitter_ns.value_or(0) ||

@@ -31,6 +31,9 @@ struct LinkModelState {
 // when nothing was counted.
 uint64_t queue_delay_quantile(const LinkCounters& c, double q);
 
+// The mode the lab's link model runs in (fq, htb or policer and why), as `up` recorded it.
+Result<PlanOptions> read_link_mode(const LabPaths& paths);
+
 // Reads the mode file and the pinned maps of a lab that is up; through `open` when given (a
 // sampler reading many times keeps one), else through maps opened for this call.
 Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model,

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "apply/kernel_backend.h"
+#include "apply/link_control.h"
 #include "apply/run_root.h"
 #include "cli/commands.h"
 #include "report/run_part.h"
@@ -137,6 +138,7 @@ int agent_run(const AgentArgs& a, const LabPaths& paths) {
   const int64_t now_ns = int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
   const auto t0 = Clock::now() + std::chrono::nanoseconds(a.start_at_ns - now_ns);
   RunReport part;
+  if (auto mode = read_link_mode(paths)) part.link_mode = *mode;
   play_workload(*m, paths, wo, t0, part, /*live=*/false);
   const std::string out = a.out + "/part-" + std::to_string(m->part ? m->part->index : 0) + ".json";
   if (auto w = write_file(out, run_part_text(part)); !w) {

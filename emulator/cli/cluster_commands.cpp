@@ -498,6 +498,8 @@ int cluster_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
       report.steps = std::move(merged.steps);
       report.faults = std::move(merged.faults);
       report.samples = std::move(merged.samples);
+      report.link_mode = merged.link_mode;
+      report.sample_slack_bytes = merged.sample_slack_bytes;
       for (size_t i = 0; i < report.steps.size(); ++i) {
         StepReport& s = report.steps[i];
         if (!s.collective.empty()) {

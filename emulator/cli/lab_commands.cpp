@@ -62,26 +62,9 @@ std::vector<std::string> up_notes(const Scenario& s, const UpResult& up) {
   }
   if (up.plan.shaped_ports == 0)
     out.push_back("links unshaped (veth speed); `fabemu link set` shapes one live");
-  else if (mode.fq && s.fabric.lossless && s.fabric.lossless->hold_queue)
-    out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
-                  " ports: eBPF departure times released by fabemu's PFC qdisc, which holds "
-                  "the lossless class in the queue while paused (rate, delay, loss, queue, "
-                  "ECN, PFC; jitter never reorders)");
-  else if (mode.fq)
-    out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
-                  " ports: eBPF departure times released by fq (rate, delay, jitter, loss, "
-                  "queue, ECN)");
-  else if (mode.htb)
-    out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
-                  " ports: this kernel has no fq (" + mode.no_fq_reason +
-                  "), so htb holds each link's rate in a real queue and eBPF adds loss, tail drop "
-                  "and ECN, but no delay or jitter is added");
   else
-    out.push_back("link model on " + std::to_string(up.plan.shaped_ports) +
-                  " ports as a POLICER: this kernel has no fq (" + mode.no_fq_reason +
-                  "), so rate, loss, queue and ECN hold but no delay or jitter is added; TCP "
-                  "through a link policed below what the CPU carries gets far less than its "
-                  "rate (nothing paces it)");
+    out.push_back(link_model_text(mode, up.plan.shaped_ports,
+                                  s.fabric.lossless && s.fabric.lossless->hold_queue));
   if (up.plan.ovs_bridges) {
     const OvsChoice& ovs = mode.ovs;
     out.push_back("switches: " + std::to_string(up.plan.ovs_bridges) + " Open vSwitch bridges (" +

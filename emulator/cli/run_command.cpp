@@ -85,6 +85,7 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
   telemetry.stop();
   report.faults = faults.log();
   report.samples = telemetry.samples();
+  report.sample_slack_bytes = telemetry.slack_bytes();
   if (!telemetry.error().empty()) report.notes.push_back("telemetry: " + telemetry.error());
   return ok;
 }
@@ -126,17 +127,9 @@ void print_faults(const LabModel& m, const RunReport& r) {
 
 // The directions that dropped most, and the busiest, over the workload.
 void print_links(const LabModel& m, const RunReport& r) {
-  if (r.samples.size() < 2) return;
+  const std::vector<DirectionFigures> ranked = rank_directions(m, r);
+  if (ranked.empty()) return;
   const double secs = std::max(1e-3, run_seconds(r));
-  std::vector<DirectionSample> g(r.samples.back().dirs.size());
-  std::vector<size_t> order(g.size());
-  for (size_t d = 0; d < g.size(); ++d) {
-    g[d] = run_growth(r, d);
-    order[d] = d;
-  }
-  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    return g[x].drops != g[y].drops ? g[x].drops > g[y].drops : g[x].bytes > g[y].bytes;
-  });
   std::printf(
       "links over the workload (%s), busiest and dropping first:\n",
       m.time_scale.dilated()
@@ -144,37 +137,36 @@ void print_links(const LabModel& m, const RunReport& r) {
           : printf_string("%.1f s", secs).c_str());
   std::printf("  %-22s %12s %14s %10s %8s %10s\n", "DIRECTION", "MBYTES", "RATE", "DROPS", "CE",
               "QDELAY99");
-  for (size_t k = 0; k < std::min<size_t>(6, order.size()); ++k) {
-    const size_t d = order[k];
-    const std::string qd = g[d].shaped && g[d].queue_delay_p99_ns
-                               ? "<" + format_time_short(g[d].queue_delay_p99_ns)
-                               : "-";
-    std::printf("  %-22s %12.2f %14s %10llu %8llu %10s\n",
-                direction_name(m.topo, static_cast<int>(d / 2), d % 2 == 1).c_str(),
-                double(g[d].bytes) / 1e6, format_rate_short(double(g[d].bytes) * 8 / secs).c_str(),
-                static_cast<unsigned long long>(g[d].drops),
-                static_cast<unsigned long long>(g[d].ce_marks), qd.c_str());
+  for (size_t k = 0; k < std::min<size_t>(6, ranked.size()); ++k) {
+    const DirectionSample& g = ranked[k].growth;
+    const std::string qd =
+        g.shaped && g.queue_delay_p99_ns ? "<" + format_time_short(g.queue_delay_p99_ns) : "-";
+    std::printf("  %-22s %12.2f %14s %10llu %8llu %10s\n", ranked[k].name.c_str(),
+                double(g.bytes) / 1e6, format_rate_short(ranked[k].rate_bps).c_str(),
+                static_cast<unsigned long long>(g.drops),
+                static_cast<unsigned long long>(g.ce_marks), qd.c_str());
   }
   // PFC: where the lossless class was held back, longest first (the pause spreading upstream).
-  std::vector<size_t> paused;
-  for (size_t d = 0; d < g.size(); ++d)
-    if (g[d].pause_ns) paused.push_back(d);
-  if (paused.empty()) return;
-  std::sort(paused.begin(), paused.end(),
-            [&](size_t x, size_t y) { return g[x].pause_ns > g[y].pause_ns; });
+  std::vector<const DirectionFigures*> paused;
   uint64_t lossless_drops = 0;
-  for (const DirectionSample& d : g) lossless_drops += d.lossless_drops;
+  for (const DirectionFigures& f : ranked) {
+    if (f.growth.pause_ns) paused.push_back(&f);
+    lossless_drops += f.growth.lossless_drops;
+  }
+  if (paused.empty()) return;
+  std::stable_sort(paused.begin(), paused.end(), [](const auto* x, const auto* y) {
+    return x->growth.pause_ns > y->growth.pause_ns;
+  });
   std::printf(
       "PFC pauses of the lossless class, longest first (frames of the class dropped where "
       "PFC applies: %llu):\n  %-22s %12s %8s %8s\n",
       static_cast<unsigned long long>(lossless_drops), "DIRECTION", "PAUSED", "OF RUN", "XOFF");
   for (size_t k = 0; k < std::min<size_t>(8, paused.size()); ++k) {
-    const size_t d = paused[k];
-    std::printf("  %-22s %12s %7.1f%% %8llu\n",
-                direction_name(m.topo, static_cast<int>(d / 2), d % 2 == 1).c_str(),
-                format_time_short(g[d].pause_ns).c_str(),
-                secs > 0 ? 100.0 * double(g[d].pause_ns) / (secs * 1e9) : 0.0,
-                static_cast<unsigned long long>(g[d].pause_events));
+    const DirectionSample& g = paused[k]->growth;
+    std::printf("  %-22s %12s %7.1f%% %8llu\n", paused[k]->name.c_str(),
+                format_time_short(g.pause_ns).c_str(),
+                secs > 0 ? 100.0 * double(g.pause_ns) / (secs * 1e9) : 0.0,
+                static_cast<unsigned long long>(g.pause_events));
   }
 }
 
@@ -247,6 +239,7 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   report.lab = paths.lab;
   report.scenario_file = m.scenario.file;
   report.seed = m.scenario.seed;
+  report.link_mode = up->plan_options;
 
   if (const std::string note = fault_timeline_note(m); !note.empty() && !args.quiet)
     std::printf("  note: %s\n", note.c_str());

@@ -185,6 +185,25 @@ std::string format_shaping_mode(const PlanOptions& o) {
   return format_record(shaping_mode_name(o), o.fq ? "" : o.no_fq_reason);
 }
 
+std::string link_model_text(const PlanOptions& mode, int shaped_ports, bool pfc_queue) {
+  const std::string on = "link model on " + std::to_string(shaped_ports) + " ports";
+  if (mode.fq && pfc_queue)
+    return on +
+           ": eBPF departure times released by fabemu's PFC qdisc, which holds the lossless "
+           "class in the queue while paused (rate, delay, loss, queue, ECN, PFC; jitter never "
+           "reorders)";
+  if (mode.fq)
+    return on + ": eBPF departure times released by fq (rate, delay, jitter, loss, queue, ECN)";
+  if (mode.htb)
+    return on + ": this kernel has no fq (" + mode.no_fq_reason +
+           "), so htb holds each link's rate in a real queue and eBPF adds loss, tail drop and "
+           "ECN, but no delay or jitter is added";
+  return on + " as a POLICER: this kernel has no fq (" + mode.no_fq_reason +
+         "), so rate, loss, queue and ECN hold but no delay or jitter is added; TCP through a "
+         "link policed below what the CPU carries gets far less than its rate (nothing paces "
+         "it)";
+}
+
 Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::string& path) {
   const Record r = parse_record(text);
   PlanOptions o;

@@ -312,6 +312,10 @@ std::string cpu_mask(int cpus);
 std::string format_shaping_mode(const PlanOptions& options);
 std::string_view shaping_mode_name(const PlanOptions& options);  // "fq", "htb" or "policer"
 Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::string& path);
+// What the link model does on `shaped_ports` ports in this mode, as `up` says it and the run's
+// report repeats it: "link model on 24 ports: this kernel has no fq (...), so htb holds ...
+// but no delay or jitter is added". `pfc_queue`: PFC holds the lossless class in a queue.
+std::string link_model_text(const PlanOptions& mode, int shaped_ports, bool pfc_queue);
 
 // The first port's ifindex. Every port of a lab gets its own, so one set of maps (keyed by
 // ifindex) serves all its namespaces; far above what a fresh namespace's own devices use.

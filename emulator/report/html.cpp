@@ -47,6 +47,16 @@ std::string busbw_chart(const RunReport& r) {
   c.y_title = gb ? "busbw (GB/s)" : "busbw (MB/s)";
   const double scale = gb ? 1 : 1e3;
   c.x_label_of = [](double x) { return format_size(static_cast<uint64_t>(std::exp2(x) + 0.5)); };
+  // Ticks at the powers of two the sizes span (line_chart keeps every k-th where the labels
+  // would crowd), so that they read 64K, 1M, 16M whatever sizes were measured.
+  double lo = 1e300, hi = -1e300;
+  for (const StepReport& s : r.steps)
+    for (const SizeResult& x : s.results) {
+      lo = std::min(lo, std::log2(double(std::max<uint64_t>(1, x.size))));
+      hi = std::max(hi, std::log2(double(std::max<uint64_t>(1, x.size))));
+    }
+  for (double e = std::ceil(lo - 1e-9); e <= hi + 1e-9; ++e) c.x_ticks.push_back(e);
+  if (c.x_ticks.empty() && lo <= hi) c.x_ticks = {lo, hi};  // between two powers of two
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const StepReport& s = r.steps[i];
     if (s.results.empty()) continue;
@@ -56,8 +66,6 @@ std::string busbw_chart(const RunReport& r) {
       const double lx = std::log2(double(x.size));
       measured.points.push_back({lx, x.busbw_gbps * scale});
       if (x.pred_busbw_gbps >= 0) predicted.points.push_back({lx, x.pred_busbw_gbps * scale});
-      if (std::find(c.x_ticks.begin(), c.x_ticks.end(), lx) == c.x_ticks.end())
-        c.x_ticks.push_back(lx);
     }
     c.series.push_back(std::move(measured));
     if (!predicted.points.empty()) c.series.push_back(std::move(predicted));
@@ -93,14 +101,12 @@ std::tuple<std::string, std::string, std::string> link_charts(const LabModel& m,
   double peak = 0;
   for (size_t d = 0; d < dirs; ++d) peak = std::max(peak, total[d] * 8 / std::max(span, 1e-12));
   const Unit bits = rate_unit(peak);
-  // Direction d's `per_second` (of the growth between consecutive samples) over time.
+  // Direction d's `per_second` (of the growth between plotted samples, over the time between
+  // its own reads) over time.
   auto series = [&](size_t d, auto per_second) {
     ChartSpec::Series s{direction_name(t, static_cast<int>(d / 2), d % 2 == 1), {}};
-    for (size_t i = 1; i < r.samples.size(); ++i) {
-      const double dt = std::max(1e-12, r.samples[i].t_s - r.samples[i - 1].t_s);
-      s.points.push_back({r.samples[i].t_s * time.scale,
-                          per_second(growth(r.samples[i - 1], r.samples[i], d), dt)});
-    }
+    for (const PlottedInterval& i : plotted_intervals(r, d))
+      s.points.push_back({i.t_s * time.scale, per_second(i.growth, std::max(1e-12, i.dt_s))});
     return s;
   };
   std::vector<size_t> order(dirs);
@@ -164,6 +170,109 @@ std::string real_time(const LabModel& m, double s) {
   return format_time_short(static_cast<uint64_t>(s * 1e9));
 }
 
+// The drops of a direction by cause: "queue 12, down 3", or the kernel's where the link model
+// did not count (an unshaped port).
+std::string drop_causes(const DirectionSample& g) {
+  if (!g.drops) return "-";
+  if (!g.shaped) return "port's own";
+  std::string out;
+  for (const auto& [n, what] : {std::pair{g.drop_queue, "queue"},
+                                {g.drop_loss, "loss"},
+                                {g.drop_down, "down"},
+                                {g.drop_watchdog, "PFC watchdog"}})
+    if (n) out += (out.empty() ? "" : ", ") + std::string(what) + " " + std::to_string(n);
+  return out;
+}
+
+// Every direction over the run (rank_directions: dropping first, then busiest), the first
+// kLinkRows of a big lab.
+constexpr size_t kLinkRows = 32;
+std::string link_table(const LabModel& m, const RunReport& r) {
+  const std::vector<DirectionFigures> rows = rank_directions(m, r);
+  if (rows.empty()) return "";
+  const double secs = std::max(1e-12, run_seconds(r));
+  bool pfc = false;
+  for (const DirectionFigures& f : rows) pfc |= f.growth.pause_ns > 0;
+  std::string h = std::string(
+                      "<table id=\"links\"><tr><th>direction</th><th>MB</th><th>rate</th><th>of "
+                      "its rate</th><th>drops</th><th>by cause</th><th>CE marks</th><th>queue "
+                      "delay p99</th>") +
+                  (pfc ? "<th>PFC paused</th><th>XOFFs</th>" : "") + "</tr>\n";
+  const size_t shown = std::min(kLinkRows, rows.size());
+  for (size_t k = 0; k < shown; ++k) {
+    const DirectionFigures& f = rows[k];
+    const DirectionSample& g = f.growth;
+    const std::string qd =
+        g.shaped && g.queue_delay_p99_ns ? "<" + format_time_short(g.queue_delay_p99_ns) : "-";
+    h += "<tr>" + td(f.name) + td(fixed(double(g.bytes) / 1e6, 2)) +
+         td(format_rate_short(f.rate_bps)) +
+         td(f.line_bps ? fixed(100 * f.rate_bps / double(f.line_bps), 1) + "%" : "-") + "<td" +
+         (g.drops ? " class=\"bad\">" : ">") + std::to_string(g.drops) + "</td>" +
+         td(drop_causes(g)) + td(std::to_string(g.ce_marks)) + td(qd);
+    if (pfc)
+      h += td(g.pause_ns ? format_time_short(g.pause_ns) + " (" +
+                               fixed(100.0 * double(g.pause_ns) / (secs * 1e9), 1) + "%)"
+                         : "-") +
+           td(std::to_string(g.pause_events));
+    h += "</tr>\n";
+  }
+  h += "</table>\n";
+  if (shown < rows.size())
+    h += "<p class=\"note\">The first " + std::to_string(shown) + " of " +
+         std::to_string(rows.size()) +
+         " directions: those that dropped frames, then the busiest; report.jsonl has every "
+         "one.</p>\n";
+  return h;
+}
+
+// Per collective step and size, how the ranks' times spread (each rank's mean iteration) and
+// which host the slowest ran on: the time column is the slowest rank's.
+std::string rank_table(const LabModel& m, const RunReport& r) {
+  std::string rows;
+  auto us = [](double v) { return format_time_short(static_cast<uint64_t>(v * 1e3 + 0.5)); };
+  for (size_t i = 0; i < r.steps.size(); ++i)
+    for (const SizeResult& x : r.steps[i].results) {
+      const auto spread = rank_spread(m.topo, x);
+      if (!spread) continue;
+      rows +=
+          "<tr>" + td("[" + std::to_string(i) + "] " + r.steps[i].collective) +
+          td(format_size(x.size)) + td(std::to_string(x.rank_time_us.size())) +
+          td(us(spread->min_us)) + td(us(spread->median_us)) + td(us(spread->max_us)) +
+          td(spread->min_us > 0 ? "+" + fixed(100 * (spread->max_us / spread->min_us - 1), 1) + "%"
+                                : "-") +
+          td((spread->slowest_host.empty() ? "" : spread->slowest_host + " ") + "(rank " +
+             std::to_string(spread->slowest_rank) + ")") +
+          "</tr>\n";
+    }
+  if (rows.empty()) return "";
+  return std::string("<h3>Per-rank times</h3>\n<p>Each rank's mean time of one iteration") +
+         (m.time_scale.dilated() ? ", in the real fabric's time like the busbw above" : "") +
+         "; a collective is as slow as its slowest rank.</p>\n<table id=\"ranks\"><tr><th>step"
+         "</th><th>size</th><th>ranks</th><th>fastest</th><th>median</th><th>slowest</th><th>"
+         "slowest over fastest</th><th>slowest rank's host</th></tr>\n" +
+         rows + "</table>\n";
+}
+
+// Where the throughput plot's figures come from and how far they can run ahead of a link.
+std::string sampler_note(const LabModel& m, const RunReport& r) {
+  const SamplerBound b = sampler_bound(m, r);
+  std::string h =
+      "<p id=\"sampler-note\" class=\"note\">Each rate is what a link direction sent between "
+      "two reads of its counters over the time between those reads (each read is timestamped; "
+      "frames the link model has admitted but not yet sent are left out, as a port counts a "
+      "frame when it leaves).";
+  if (b.slack_bytes && b.slowest_line_bps && b.shortest_interval_s > 0)
+    h += " A read can miss up to " + std::to_string(b.slack_bytes) +
+         " bytes still being counted (a frame on each CPU), which the next interval then "
+         "carries: a plotted rate exceeds what the link sent by at most that over the interval, "
+         "here " +
+         format_rate_short(b.bps) + " (over the shortest, " +
+         format_time_short(static_cast<uint64_t>(b.shortest_interval_s * 1e9)) + "), " +
+         fixed(100 * b.share(), 2) + "% of the slowest link's " +
+         format_rate_short(double(b.slowest_line_bps)) + ".";
+  return h + "</p>\n";
+}
+
 }  // namespace
 
 std::string report_html(const LabModel& m, const RunReport& r) {
@@ -175,7 +284,8 @@ std::string report_html(const LabModel& m, const RunReport& r) {
       "</title>\n<style>body{font-family:sans-serif;margin:24px;color:#222}"
       "table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:3px "
       "8px;font-size:13px;text-align:left}th{background:#eee}.ok{color:#2a7a2a}.bad{color:#c62828;"
-      "font-weight:bold}svg{display:block;margin:8px 0 20px;border:1px solid #ddd}"
+      "font-weight:bold}.warn{background:#fff4e5;border-left:4px solid #f58518;padding:6px 10px}"
+      ".note{color:#555;font-size:13px}svg{display:block;margin:8px 0 20px;border:1px solid #ddd}"
       // Nothing wider than the window: pictures scale down (they have a viewBox), long names in
       // a table cell wrap.
       "svg{max-width:100%;height:auto}table{max-width:100%}td{overflow-wrap:anywhere}</style>"
@@ -196,10 +306,17 @@ std::string report_html(const LabModel& m, const RunReport& r) {
          xml_escape(m.time_scale_why) +
          "); every time, rate and bandwidth on this page is the real fabric's.</p>\n";
   }
+  if (const std::string note = link_mode_note(m, r); !note.empty())
+    h += "<p id=\"link-model\" class=\"warn\"><b>No delay or jitter added.</b> The " +
+         xml_escape(note) + ".</p>\n";
   h += std::string(
            "<h2>Topology</h2>\n<p>Links coloured by the share of their rate they carried over the "
            "run (green idle, orange busy), red where the link model dropped more than 1% of the "
            "frames; hover for figures.") +
+       (link_downs(t, r.faults).any()
+            ? " Dashed where a fault took the link down during the run: ↓ when it was up again "
+              "at the end, ✕ when it was still down."
+            : "") +
        (topology_collapsed(t)
             ? " The fabric is too big to draw node by node: each tier shows its first nodes, "
               "those where frames were dropped or a fault struck, and its last; a dashed box "
@@ -217,7 +334,7 @@ std::string report_html(const LabModel& m, const RunReport& r) {
          (s.ok ? "ok\">ok" : "bad\">FAILED: " + xml_escape(s.failure)) + "</td>" +
          td(real_time(m, s.start_s)) + td(real_time(m, s.seconds)) +
          (dilated ? td(fixed(s.wall_seconds, 2)) : "") + "</tr>\n";
-  h += "</table>\n" + busbw_chart(r);
+  h += "</table>\n" + busbw_chart(r) + rank_table(m, r);
   if (!r.faults.empty()) {
     h += "<h2>Fault timeline</h2>\n<table id=\"faults\"><tr><th>due</th><th>applied"
          "</th><th>fault</th><th>result</th></tr>\n";
@@ -232,7 +349,7 @@ std::string report_html(const LabModel& m, const RunReport& r) {
     h += "</table>\n";
   }
   const auto [rate, drops, pauses] = link_charts(m, r);
-  h += "<h2>Links over time</h2>\n" + rate + drops + pauses;
+  h += "<h2>Links</h2>\n" + link_table(m, r) + rate + sampler_note(m, r) + drops + pauses;
   if (!r.expectations.empty()) {
     h += "<h2>Expectations</h2>\n<table id=\"expect\">\n";
     for (const ExpectResult& e : r.expectations)

@@ -18,6 +18,10 @@ DirectionSample growth(const TelemetrySample& from, const TelemetrySample& to, s
   g.bytes = since(g.bytes, a.bytes);
   g.packets = since(g.packets, a.packets);
   g.drops = since(g.drops, a.drops);
+  g.drop_down = since(g.drop_down, a.drop_down);
+  g.drop_loss = since(g.drop_loss, a.drop_loss);
+  g.drop_queue = since(g.drop_queue, a.drop_queue);
+  g.drop_watchdog = since(g.drop_watchdog, a.drop_watchdog);
   g.ce_marks = since(g.ce_marks, a.ce_marks);
   g.pause_ns = since(g.pause_ns, a.pause_ns);
   g.pause_events = since(g.pause_events, a.pause_events);
@@ -119,6 +123,16 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
   std::string out;
   auto line = [&](const Json& j) { out += json_text(j) + "\n"; };
   auto or_null = [](bool has, double v) { return has ? Json(v) : Json(nullptr); };
+  // The link model's mode as `status --json` names it; delay_added false: the scenario's delays
+  // and jitter were not applied (no fq), so every time measured lacks them.
+  Json mode = nullptr;
+  if (r.link_mode)
+    mode = {{"mode", shaping_mode_name(*r.link_mode)},
+            {"reason", r.link_mode->no_fq_reason},
+            {"delay_added", r.link_mode->fq},
+            {"note", link_mode_note(m, r)}};
+  // How far a sampled rate can run ahead of the link (sampler_bound).
+  const SamplerBound bound = sampler_bound(m, r);
   // Times and rates are the real fabric's; wall_* are the lab's wall clock (time_scale times
   // longer when dilated).
   line({{"type", "run"},
@@ -131,7 +145,12 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
         {"switches", t.switches().size()},
         {"links", t.links.size()},
         {"reachable_pairs", r.reachable},
-        {"pairs", r.pairs}});
+        {"pairs", r.pairs},
+        {"link_model", mode},
+        {"sampler",
+         {{"slack_bytes", bound.slack_bytes},
+          {"shortest_interval_s", bound.shortest_interval_s},
+          {"error_bps", bound.bps}}}});
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const StepReport& s = r.steps[i];
     line({{"type", "step"},
@@ -195,7 +214,15 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
                       {"pause_events", x.pause_events},
                       {"lossless_drops", x.lossless_drops},
                       {"queue_delay_p99_ns", x.queue_delay_p99_ns},
-                      {"shaped", x.shaped}});
+                      {"shaped", x.shaped},
+                      // When it was read; what its queue held then (not in `bytes`); drops by
+                      // cause.
+                      {"t_s", read_time(s, d)},
+                      {"queued_bytes", x.queued_bytes},
+                      {"drop_down", x.drop_down},
+                      {"drop_loss", x.drop_loss},
+                      {"drop_queue", x.drop_queue},
+                      {"drop_watchdog", x.drop_watchdog}});
     }
     Json j = {{"type", "sample"}, {"t_s", s.t_s}, {"wall_s", s.wall_s}, {"directions", dirs}};
     if (!s.rxe.empty()) j["rxe"] = s.rxe;

@@ -3,6 +3,7 @@
 // fault events marked) and the topology alone as SVG or Graphviz DOT (`fabemu graph`).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct ExpectResult {
 struct RunReport {
   std::string lab, scenario_file;
   uint64_t seed = 0;
+  // How the lab's link model ran (fq, htb or policer, as `up` chose); unset when not known.
+  std::optional<PlanOptions> link_mode;
+  // The most a read of one direction's counters can miss (TelemetrySampler::slack_bytes).
+  uint64_t sample_slack_bytes = 0;
   int reachable = 0, pairs = 0;
   std::vector<StepReport> steps;
   std::vector<AppliedFault> faults;
@@ -47,15 +52,76 @@ struct RunReport {
 std::vector<ExpectResult> check_expectations(const Expectations& e, const RunReport& r);
 
 // How direction `d`'s counters grew from one sample to a later one (0 for a counter that went
-// back, as when the model is attached to a port mid-run); `shaped` and the queue delay are the
-// later sample's.
+// back, as when the model is attached to a port mid-run); `shaped`, the queue, the queue delay
+// and the read time are the later sample's.
 DirectionSample growth(const TelemetrySample& from, const TelemetrySample& to, size_t d);
+// When direction `d` was read in sample `s` (its own stamp, else the sample's), and the real
+// time between two reads of it.
+double read_time(const TelemetrySample& s, size_t d);
+double read_interval(const TelemetrySample& from, const TelemetrySample& to, size_t d);
 // The same from the first sample to the last (zeros without two), and the time between them.
 DirectionSample run_growth(const RunReport& r, size_t d);
 double run_seconds(const RunReport& r);
 
 // Frames the link model dropped during the run, all directions (last sample minus first).
 uint64_t run_drops(const RunReport& r);
+
+// What the link model did not do in this run, as `up` said it: empty with fq (or unknown),
+// else the mode's sentence and the delay and jitter the scenario asked for and did not get.
+std::string link_mode_note(const LabModel& m, const RunReport& r);
+
+// One direction over the run, for the link tables of the terminal and the page.
+struct DirectionFigures {
+  size_t dir = 0;  // 2 * link + (b_to_a ? 1 : 0)
+  std::string name;
+  DirectionSample growth;  // run_growth
+  double rate_bps = 0;     // bytes over the run's time
+  uint64_t line_bps = 0;   // the link's rate (the real fabric's); 0: unlimited
+};
+// Every direction, those that dropped first (most drops), then the busiest (most bytes).
+std::vector<DirectionFigures> rank_directions(const LabModel& m, const RunReport& r);
+
+// The spread of one size's per-rank times (the real fabric's µs, as time_us), and which host
+// the slowest rank ran on (the host of that rank: Node::rank; empty when unknown).
+struct RankSpread {
+  double min_us = 0, median_us = 0, max_us = 0;
+  int slowest_rank = -1;
+  std::string slowest_host;
+};
+std::optional<RankSpread> rank_spread(const Topology& t, const SizeResult& s);
+
+// What faults did to each link during the run (played steps: down, up, flaps, a NIC down, a
+// host crashed and restarted): taken down at least once, and still down at the end.
+struct LinkDowns {
+  std::vector<int> times_down;  // per link
+  std::vector<bool> down_at_end;
+  bool any() const;
+};
+LinkDowns link_downs(const Topology& t, const std::vector<AppliedFault>& faults);
+
+// The samples the plots draw rates between: the first, then each at least half the median
+// interval after the last one kept (the final sample, taken when the workload ended, can be
+// a millisecond after the one before: a rate over it would be mostly noise).
+std::vector<size_t> plotted_samples(const RunReport& r);
+// Direction d's growth between consecutive plotted samples, with the later read's time and the
+// time between its two reads (the real fabric's): what the plots draw per second.
+struct PlottedInterval {
+  double t_s = 0, dt_s = 0;
+  DirectionSample growth;
+};
+std::vector<PlottedInterval> plotted_intervals(const RunReport& r, size_t d);
+
+// How far the throughput plots can overstate a link: a read that missed `r.sample_slack_bytes`
+// still being counted makes the next interval's rate that much higher, at most slack / interval
+// (the shortest of the run), here against the slowest shaped link's rate.
+struct SamplerBound {
+  uint64_t slack_bytes = 0;
+  double shortest_interval_s = 0;  // between two plotted reads of a direction (real fabric's)
+  double bps = 0;                  // slack * 8 / shortest interval
+  uint64_t slowest_line_bps = 0;   // 0: no shaped link with a rate
+  double share() const { return slowest_line_bps ? bps / double(slowest_line_bps) : 0; }
+};
+SamplerBound sampler_bound(const LabModel& m, const RunReport& r);
 
 std::string report_json_lines(const LabModel& m, const RunReport& r);
 std::string report_html(const LabModel& m, const RunReport& r);

@@ -45,15 +45,21 @@ std::string run_part_text(const RunReport& part) {
   Json samples = Json::array();
   for (const TelemetrySample& s : part.samples) {
     // Compact: [bytes, packets, drops, ce_marks, queue_delay_p99_ns, shaped, pause_ns,
-    // pause_events, lossless_drops] per direction.
+    // pause_events, lossless_drops, queued_bytes, drop_down, drop_loss, drop_queue,
+    // drop_watchdog, t_s] per direction.
     Json dirs = Json::array();
     for (const DirectionSample& d : s.dirs)
       dirs.push_back({d.bytes, d.packets, d.drops, d.ce_marks, d.queue_delay_p99_ns, d.shaped,
-                      d.pause_ns, d.pause_events, d.lossless_drops});
+                      d.pause_ns, d.pause_events, d.lossless_drops, d.queued_bytes, d.drop_down,
+                      d.drop_loss, d.drop_queue, d.drop_watchdog, d.t_s});
     samples.push_back({{"t_s", s.t_s}, {"wall_s", s.wall_s}, {"dirs", dirs}, {"rxe", s.rxe}});
   }
-  return json_text(
-             {{"steps", steps}, {"faults", faults}, {"samples", samples}, {"notes", part.notes}}) +
+  return json_text({{"steps", steps},
+                    {"faults", faults},
+                    {"samples", samples},
+                    {"notes", part.notes},
+                    {"link_mode", part.link_mode ? format_shaping_mode(*part.link_mode) : ""},
+                    {"sample_slack_bytes", part.sample_slack_bytes}}) +
          "\n";
 }
 
@@ -106,12 +112,23 @@ Result<RunReport> parse_run_part(const std::string& text, const std::string& wha
         ds.pause_ns = d.at(6).get<uint64_t>();
         ds.pause_events = d.at(7).get<uint64_t>();
         ds.lossless_drops = d.at(8).get<uint64_t>();
+        if (d.size() >= 15) {
+          ds.queued_bytes = d.at(9).get<uint64_t>();
+          ds.drop_down = d.at(10).get<uint64_t>();
+          ds.drop_loss = d.at(11).get<uint64_t>();
+          ds.drop_queue = d.at(12).get<uint64_t>();
+          ds.drop_watchdog = d.at(13).get<uint64_t>();
+          ds.t_s = d.at(14).get<double>();
+        }
         t.dirs.push_back(ds);
       }
       t.rxe = s.at("rxe").get<std::map<std::string, std::map<std::string, uint64_t>>>();
       r.samples.push_back(std::move(t));
     }
     r.notes = j.value("notes", std::vector<std::string>{});
+    if (const std::string mode = j.value("link_mode", ""); !mode.empty())
+      if (auto parsed = parse_shaping_mode(mode, what)) r.link_mode = *parsed;
+    r.sample_slack_bytes = j.value("sample_slack_bytes", uint64_t{0});
   } catch (const Json::exception& e) {
     return not_a_part(what, e.what());
   }
@@ -208,6 +225,12 @@ RunReport merge_run_parts(const LabModel& m, const std::vector<std::string>& mac
     for (const RunReport& p : parts)
       for (const auto& [host, counters] : p.samples[k].rxe) s.rxe[host] = counters;
     out.samples.push_back(std::move(s));
+  }
+
+  // The link model's mode: a machine without fq adds no delay, which the report must say.
+  for (const RunReport& p : parts) {
+    if (p.link_mode && (!out.link_mode || !p.link_mode->fq)) out.link_mode = p.link_mode;
+    out.sample_slack_bytes = std::max(out.sample_slack_bytes, p.sample_slack_bytes);
   }
 
   std::set<std::string> seen;

@@ -72,6 +72,29 @@ std::string topology_dot(const LabModel& m) {
   return s + "}\n";
 }
 
+namespace {
+
+// Every k-th of `ticks` (sorted, evenly spaced), the smallest k at which no two labels overlap:
+// about 6 px a character at the charts' 10 px font, and a gap.
+std::vector<double> spaced_ticks(std::vector<double> ticks, const std::function<double(double)>& px,
+                                 const std::function<std::string(double)>& label_of) {
+  std::sort(ticks.begin(), ticks.end());
+  auto width = [&](double x) { return 6.0 * double(label_of(x).size()); };
+  for (size_t k = 1; k < ticks.size(); ++k) {
+    bool apart = true;
+    for (size_t i = k; i < ticks.size() && apart; i += k)
+      apart = px(ticks[i]) - px(ticks[i - k]) >= (width(ticks[i]) + width(ticks[i - k])) / 2 + 6;
+    if (apart) {
+      std::vector<double> out;
+      for (size_t i = 0; i < ticks.size(); i += k) out.push_back(ticks[i]);
+      return out;
+    }
+  }
+  return {ticks.front()};
+}
+
+}  // namespace
+
 std::string line_chart(const ChartSpec& c) {
   constexpr double W = 760, H = 300, L = 70, R = 170, T = 30, B = 45;
   double xmin = 1e300, xmax = -1e300, ymax = 0;
@@ -109,6 +132,7 @@ std::string line_chart(const ChartSpec& c) {
   std::vector<double> ticks = c.x_ticks;
   if (ticks.empty())
     for (int i = 0; i <= 4; ++i) ticks.push_back(xmin + (xmax - xmin) * i / 4);
+  ticks = spaced_ticks(ticks, px, c.x_label_of);
   for (double x : ticks)
     s += "<text x=\"" + num(px(x)) + "\" y=\"" + num(H - B + 16) +
          "\" font-size=\"10\" text-anchor=\"middle\">" + xml_escape(c.x_label_of(x)) + "</text>\n";

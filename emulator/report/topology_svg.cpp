@@ -34,10 +34,12 @@ struct LinkStats {
   std::vector<int> faults;                      // per link: fault steps that targeted it
   std::vector<const std::string*> first_fault;  // per link: the first one's description
   std::vector<int> node_faults;                 // per node: host fault steps
+  LinkDowns downs;                              // links the faults took down
 
   // More than 1% of the frames dropped: a congested TCP link tail-drops a few by design.
   bool dropped(size_t i) const { return drops[i] > 0 && drops[i] * 100 > packets[i] + drops[i]; }
-  bool notable(size_t i) const { return dropped(i) || faults[i] > 0; }
+  bool went_down(size_t i) const { return downs.times_down[i] > 0 || downs.down_at_end[i]; }
+  bool notable(size_t i) const { return dropped(i) || faults[i] > 0 || went_down(i); }
 };
 
 LinkStats link_stats(const Topology& t, const RunReport* r) {
@@ -48,7 +50,8 @@ LinkStats link_stats(const Topology& t, const RunReport* r) {
               std::vector<uint64_t>(n, 0),
               std::vector<int>(n, 0),
               std::vector<const std::string*>(n, nullptr),
-              std::vector<int>(t.nodes.size(), 0)};
+              std::vector<int>(t.nodes.size(), 0),
+              link_downs(t, r ? r->faults : std::vector<AppliedFault>{})};
   if (!r) return s;
   double max_bytes = 0;
   if (r->samples.size() >= 2) {
@@ -256,9 +259,10 @@ std::string load_colour(double load) {
 }
 
 std::string line(double x1, double y1, double x2, double y2, const std::string& colour,
-                 const std::string& width) {
+                 const std::string& width, const char* dash = nullptr) {
   return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" +
-         num(y2) + "\" stroke=\"" + colour + "\" stroke-width=\"" + width + "\"/>";
+         num(y2) + "\" stroke=\"" + colour + "\" stroke-width=\"" + width + "\"" +
+         (dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "") + "/>";
 }
 
 // "leaf9 … leaf255", or the node's name.
@@ -287,6 +291,19 @@ std::string plural_noun(const Topology& t, const std::vector<int>& nodes) {
   return s + "s";
 }
 
+// Links a fault took down: dashed over their load colour, with a mark at the middle: "✕" in
+// red while still down at the end, "↓" in violet when it came back.
+constexpr const char* kDownDash = "6 4";
+std::string down_class(int times_down, bool down_at_end) {
+  return down_at_end ? " down-at-end" : times_down ? " went-down" : "";
+}
+std::string down_mark(double x, double y, bool down_at_end) {
+  return "<text class=\"down-mark\" x=\"" + num(x) + "\" y=\"" + num(y + 4) +
+         "\" font-size=\"15\" font-weight=\"bold\" text-anchor=\"middle\" stroke=\"#fbfbfb\" "
+         "stroke-width=\"3\" paint-order=\"stroke\" fill=\"" +
+         (down_at_end ? "#c62828\">✕" : "#6a3d9a\">↓") + "</text>";
+}
+
 // One link between two nodes drawn one by one, as a small picture draws every link.
 std::string link_svg(const Topology& t, const Layout& l, const LinkStats& st, size_t i,
                      bool report) {
@@ -304,20 +321,42 @@ std::string link_svg(const Topology& t, const Layout& l, const LinkStats& st, si
   if (st.faults[i])
     title += "; fault: " + *st.first_fault[i] +
              (st.faults[i] > 1 ? " and " + std::to_string(st.faults[i] - 1) + " more steps" : "");
+  const int times_down = st.downs.times_down[i];
+  const bool down_at_end = st.downs.down_at_end[i];
+  if (times_down || down_at_end)
+    title += "; taken down " + std::to_string(times_down) + (times_down == 1 ? " time" : " times") +
+             (down_at_end ? ", still DOWN at the end" : ", up again at the end");
   const Item &a = l.items[l.item_of[k.a.node]], &b = l.items[l.item_of[k.b.node]];
-  return "<g class=\"link\" data-link=\"" + xml_escape(name) + "\"><title>" + xml_escape(title) +
-         "</title>" +
+  return "<g class=\"link" + down_class(times_down, down_at_end) + "\" data-link=\"" +
+         xml_escape(name) + "\"><title>" + xml_escape(title) + "</title>" +
          line(a.x, a.y, b.x, b.y, colour,
               dropped  ? "4"
               : report ? num(1.5 + 3 * st.load[i])
-                       : "1.5") +
+                       : "1.5",
+              times_down || down_at_end ? kDownDash : nullptr) +
          "</g>\n";
+}
+
+// The marks of the links drawn one by one that a fault took down, over every line: a third of
+// the way up from the lower end (the middles of two links that cross coincide).
+std::string down_marks_svg(const Topology& t, const Layout& l, const LinkStats& st) {
+  std::string s;
+  for (size_t i = 0; i < t.links.size(); ++i) {
+    const Item &a = l.items[l.item_of[t.links[i].a.node]],
+               &b = l.items[l.item_of[t.links[i].b.node]];
+    if (!st.went_down(i) || a.kind != Item::Kind::Node || b.kind != Item::Kind::Node) continue;
+    const Item &low = a.y >= b.y ? a : b, &high = a.y >= b.y ? b : a;
+    s += down_mark(low.x + (high.x - low.x) / 3, low.y + (high.y - low.y) / 3,
+                   st.downs.down_at_end[i]);
+  }
+  return s.empty() ? s : "<g class=\"down-marks\">" + s + "</g>\n";
 }
 
 // The links between two items of which one (or both) stands for several nodes: one line, the
 // count on it, the worst of them in its colour and the figures in its tooltip.
 struct Bundle {
   int links = 0, dropped = 0, faulted = 0;
+  int went_down = 0, down_at_end = 0;  // links a fault took down, those still down
   double load = 0, bytes = 0;
   uint64_t drops = 0;
   std::vector<size_t> notable;  // the first few notable links, to name
@@ -337,22 +376,29 @@ std::string bundle_svg(const Topology& t, const Layout& l, std::pair<int, int> e
                       item_name(t, to) + figures;
   if (b.dropped) title += "; " + std::to_string(b.dropped) + " dropped more than 1%";
   if (b.faulted) title += "; " + std::to_string(b.faulted) + " struck by a fault";
+  if (b.went_down)
+    title += "; " + std::to_string(b.went_down) + " taken down by a fault, " +
+             std::to_string(b.down_at_end) + " still down at the end";
   for (size_t k = 0; k < b.notable.size(); ++k)
     title += (k ? ", " : ": ") + link_name(t, t.links[b.notable[k]]);
   if (b.dropped + b.faulted > int(b.notable.size())) title += ", …";
   std::string label = b.links > 1 ? "×" + std::to_string(b.links) : "";
   if (b.dropped) label += (label.empty() ? "" : ", ") + std::to_string(b.dropped) + " dropping";
-  std::string s = "<g class=\"bundle\" data-links=\"" + std::to_string(b.links) + "\"><title>" +
-                  xml_escape(title) + "</title>" +
+  if (b.down_at_end) label += (label.empty() ? "" : ", ") + std::to_string(b.down_at_end) + " down";
+  std::string s = "<g class=\"bundle" + down_class(b.went_down, b.down_at_end > 0) +
+                  "\" data-links=\"" + std::to_string(b.links) + "\"><title>" + xml_escape(title) +
+                  "</title>" +
                   line(from.x, from.y, to.x, to.y, colour,
                        num((b.dropped ? 4
                             : report  ? 1.5 + 3 * b.load
                                       : 1.5) +
-                           extra));
+                           extra),
+                       b.went_down ? kDownDash : nullptr);
   if (!label.empty())
     s += "<text x=\"" + num(from.x + at * (to.x - from.x)) + "\" y=\"" +
          num(from.y + at * (to.y - from.y) + 3) +
-         "\" font-size=\"9\" text-anchor=\"middle\" fill=\"" + (b.dropped ? "#d62728" : "#333") +
+         "\" font-size=\"9\" text-anchor=\"middle\" fill=\"" +
+         (b.dropped || b.down_at_end ? "#d62728" : "#333") +
          "\" stroke=\"#fbfbfb\" stroke-width=\"3\" paint-order=\"stroke\">" + label + "</text>";
   return s + "</g>\n";
 }
@@ -396,6 +442,29 @@ std::string item_svg(const Topology& t, const Item& item, size_t inner_links) {
          xml_escape(noun) + "</text></g>\n";
 }
 
+// What the colours and marks of a report's picture mean, in rows along its bottom edge from
+// `top`, as wide as the picture; the height it takes.
+std::pair<std::string, double> legend_svg(double top, double width) {
+  constexpr double kRow = 18;
+  std::string s = "<g class=\"legend\" font-size=\"10\" fill=\"#222\">";
+  double x = 30, y = top + kRow / 2 + 2;
+  auto entry = [&](const std::string& colour, const std::string& stroke, const char* dash,
+                   const std::string& mark, bool mark_red, const std::string& text) {
+    const double w = 36 + 5.6 * double(text.size()) + 18;
+    if (x > 30 && x + w > width - 10) x = 30, y += kRow;
+    s += line(x, y, x + 30, y, colour, stroke, dash);
+    if (!mark.empty()) s += down_mark(x + 15, y - 1, mark_red);
+    s += "<text x=\"" + num(x + 36) + "\" y=\"" + num(y + 4) + "\">" + xml_escape(text) + "</text>";
+    x += w;
+  };
+  entry(load_colour(0), "1.5", nullptr, "", false, "idle");
+  entry(load_colour(1), "4.5", nullptr, "", false, "busy (share of its rate)");
+  entry("#d62728", "4", nullptr, "", false, "dropped > 1% of frames");
+  entry(load_colour(0), "1.5", kDownDash, "↓", false, "taken down by a fault, up again");
+  entry(load_colour(0), "1.5", kDownDash, "✕", true, "down at the end");
+  return {s + "</g>\n", y + kRow / 2 - top};
+}
+
 }  // namespace
 
 bool topology_collapsed(const Topology& t) {
@@ -409,9 +478,12 @@ std::string topology_svg(const LabModel& m, const RunReport* r) {
   const Topology& t = m.topo;
   const LinkStats st = link_stats(t, r);
   const Layout l = layout(t, st);
+  const auto [legend, legend_height] =
+      r ? legend_svg(l.height - 14, l.width) : std::pair<std::string, double>{};
+  const double height = l.height - (r ? 14 : 0) + legend_height;
   std::string s = "<svg id=\"topology\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                  num(l.width) + "\" height=\"" + num(l.height) + "\" viewBox=\"0 0 " +
-                  num(l.width) + " " + num(l.height) +
+                  num(l.width) + "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(l.width) +
+                  " " + num(height) +
                   "\" style=\"max-width:100%;height:auto\" font-family=\"sans-serif\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"#fbfbfb\"/>\n";
   std::string bundles, links;
@@ -434,6 +506,8 @@ std::string topology_svg(const LabModel& m, const RunReport* r) {
     bundle.drops += st.drops[i];
     bundle.dropped += st.dropped(i);
     bundle.faulted += st.faults[i] > 0;
+    bundle.went_down += st.went_down(i);
+    bundle.down_at_end += st.downs.down_at_end[i];
     if (st.notable(i) && bundle.notable.size() < 3) bundle.notable.push_back(i);
   }
   // Many bundles meet at a "more" box: their counts go nearer the other end, where the lines
@@ -453,7 +527,7 @@ std::string topology_svg(const LabModel& m, const RunReport* r) {
          " links (tiers collapsed: " + std::to_string(drawn) + " of " +
          std::to_string(t.nodes.size()) + " nodes shown)</text>\n";
   }
-  s += bundles + links;
+  s += bundles + links + down_marks_svg(t, l, st);
   // In model order, as a small picture always drew its nodes.
   std::vector<size_t> order(l.items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -461,6 +535,7 @@ std::string topology_svg(const LabModel& m, const RunReport* r) {
     return l.items[a].nodes.front() < l.items[b].nodes.front();
   });
   for (size_t i : order) s += item_svg(t, l.items[i], inner[i]);
+  s += legend;
   return s + "</svg>\n";
 }
 

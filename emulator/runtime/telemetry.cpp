@@ -27,6 +27,9 @@ TelemetrySampler::~TelemetrySampler() {
 void TelemetrySampler::start(Clock::time_point t0) {
   t0_ = t0;
   thread_ = std::jthread([this](std::stop_token stop) {
+    // Sample k is due at t0 + k intervals on every machine of a lab (merge_run_parts matches
+    // them by index): a round that overran is followed at once by the one due, and the plots
+    // leave out samples much closer than the interval (plotted_samples).
     for (auto next = Clock::now();; next += interval_) {
       TelemetrySample s = take();
       std::unique_lock lock(mu_);
@@ -55,6 +58,32 @@ std::string TelemetrySampler::error() const {
   return error_;
 }
 
+uint64_t TelemetrySampler::slack_bytes() const {
+  // A frame is at most the MTU and its Ethernet header: shaped ports send one packet per skb.
+  return maps_ ? uint64_t{LinkShaper::cpus()} * (model_.scenario.fabric.mtu + 14) : 0;
+}
+
+DirectionSample shaped_sample(const PortSnapshot& p, const TimeScale& scale) {
+  const LinkCounters& c = p.counters;
+  DirectionSample d;
+  d.shaped = true;
+  d.queued_bytes = p.queued_bytes();
+  d.bytes = c.bytes - d.queued_bytes;
+  d.packets = c.packets;
+  d.drops = c.drops();
+  d.drop_down = c.drop_down;
+  d.drop_loss = c.drop_loss;
+  d.drop_queue = c.drop_queue;
+  d.drop_watchdog = c.drop_watchdog;
+  d.ce_marks = c.ce_marks;
+  d.pause_ns = static_cast<uint64_t>(scale.real_ns(double(c.pause_ns)));
+  d.pause_events = c.pause_events;
+  d.lossless_drops = c.lossless_drops;
+  d.queue_delay_p99_ns =
+      static_cast<uint64_t>(scale.real_ns(double(queue_delay_quantile(c, 0.99))));
+  return d;
+}
+
 TelemetrySample TelemetrySampler::take() {
   const Topology& t = model_.topo;
   TelemetrySample s;
@@ -65,30 +94,28 @@ TelemetrySample TelemetrySampler::take() {
     std::lock_guard lock(mu_);
     if (error_.empty()) error_ = e.what();
   };
-  std::optional<LinkModelState> lm;
-  if (maps_)
-    if (auto r = read_link_model(paths_, model_, &*maps_)) lm = std::move(*r);
-  // Kernel counters of every namespace, for the ports the link model does not count.
-  std::map<std::string, std::map<std::string, InterfaceState>> kernel;
+  auto real_since_t0 = [&](Clock::time_point at) {
+    return model_.time_scale.real_s(std::chrono::duration<double>(at - t0_).count());
+  };
+  // Kernel counters of every namespace, for the ports the link model does not count, with the
+  // time each namespace's were read.
+  struct Dump {
+    std::map<std::string, InterfaceState> ifs;
+    double t_s = -1;
+  };
+  std::map<std::string, Dump> kernel;
   for (size_t l = 0; l < t.links.size(); ++l)
     for (bool back : {false, true}) {
       DirectionSample& d = s.dirs[2 * l + (back ? 1 : 0)];
       // A lab across machines: the machine a direction leaves from samples it.
       if (!local_node(model_, back ? t.links[l].b.node : t.links[l].a.node)) continue;
-      if (lm) {
-        const DirectionState& st = lm->dirs[2 * l + (back ? 1 : 0)];
-        if (st.shaped) {
-          d.shaped = true;
-          d.bytes = st.counters.bytes;
-          d.packets = st.counters.packets;
-          d.drops = st.counters.drops();
-          d.ce_marks = st.counters.ce_marks;
-          d.pause_ns =
-              static_cast<uint64_t>(model_.time_scale.real_ns(double(st.counters.pause_ns)));
-          d.pause_events = st.counters.pause_events;
-          d.lossless_drops = st.counters.lossless_drops;
-          d.queue_delay_p99_ns = static_cast<uint64_t>(
-              model_.time_scale.real_ns(double(queue_delay_quantile(st.counters, 0.99))));
+      if (maps_) {
+        auto p = maps_->snapshot(port_ifindex(static_cast<int>(l), back));
+        if (!p) note(p.error());
+        if (p && *p) {
+          d = shaped_sample(**p, model_.time_scale);
+          // steady_clock is CLOCK_MONOTONIC, the clock the snapshot is stamped with.
+          d.t_s = real_since_t0(Clock::time_point(std::chrono::nanoseconds((*p)->read_ns)));
           continue;
         }
       }
@@ -96,18 +123,20 @@ TelemetrySample TelemetrySampler::take() {
       const std::string netns = node_netns_path(model_, paths_, from);
       auto it = kernel.find(netns);
       if (it == kernel.end()) {
-        it = kernel.emplace(netns, std::map<std::string, InterfaceState>{}).first;
+        it = kernel.emplace(netns, Dump{}).first;
         if (auto ifs = read_interfaces(netns)) {
-          for (auto& i : *ifs) it->second[i.name] = i;
+          for (auto& i : *ifs) it->second.ifs[i.name] = i;
         } else {
           note(ifs.error());
         }
+        it->second.t_s = real_since_t0(Clock::now());
       }
       const std::string& ifname = back ? t.links[l].b.ifname : t.links[l].a.ifname;
-      if (auto i = it->second.find(ifname); i != it->second.end()) {
+      if (auto i = it->second.ifs.find(ifname); i != it->second.ifs.end()) {
         d.bytes = i->second.tx_bytes;
         d.packets = i->second.tx_packets;
         d.drops = i->second.tx_dropped;
+        d.t_s = it->second.t_s;
       }
     }
   if (model_.rdma.rxe)

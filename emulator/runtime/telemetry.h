@@ -19,8 +19,19 @@ namespace fabemu {
 
 // Cumulative counters of one direction at one time.
 struct DirectionSample {
-  uint64_t bytes = 0, packets = 0;
+  // Shaped: the bytes the link had serialized by the read (as a real port counts them when
+  // they leave: admitted minus its queue then), so that rates never run ahead of the link;
+  // unshaped: the port's kernel tx bytes.
+  uint64_t bytes = 0;
+  uint64_t packets = 0;       // admitted (shaped) or sent (unshaped)
+  uint64_t queued_bytes = 0;  // shaped: in the link model's queue at the read
   uint64_t drops = 0, ce_marks = 0;
+  // Of `drops`, by cause (the link model's; an unshaped port's kernel drops have none): the
+  // link down, random loss, the queue full, PFC's watchdog.
+  uint64_t drop_down = 0, drop_loss = 0, drop_queue = 0, drop_watchdog = 0;
+  // When these counters were read, since the workload started, in the real fabric's time;
+  // negative when unknown (then the sample's t_s stands).
+  double t_s = -1;
   // Of everything counted so far (histogram upper bound), in the real fabric's time.
   uint64_t queue_delay_p99_ns = 0;
   // PFC: how long the lossless class was held back (the real fabric's time), pauses begun.
@@ -37,7 +48,13 @@ struct TelemetrySample {
   std::map<std::string, std::map<std::string, uint64_t>> rxe;  // host -> hw counter -> value
 };
 
-// Samples every `interval` from start() until stop(); one sample at each end as well.
+// One direction's sample from the link model's reading of its port, in the real fabric's
+// units (`t_s` left to the caller, who knows when the workload started).
+DirectionSample shaped_sample(const PortSnapshot& p, const TimeScale& scale);
+
+// Samples every `interval` from start() until stop(); one sample at each end as well. Each
+// direction's read is timestamped, so that a rate is computed over the time between two reads
+// of that direction, however long the whole round took or was delayed.
 class TelemetrySampler {
  public:
   TelemetrySampler(const LabModel& model, const LabPaths& paths,
@@ -50,6 +67,9 @@ class TelemetrySampler {
   void stop();
   std::vector<TelemetrySample> samples() const;
   std::string error() const;  // the first failure to read, if any (sampling goes on)
+  // The most a read of one shaped direction can miss of what the link serialized: a frame on
+  // each CPU still being counted (PortSnapshot); 0 without the link model's maps.
+  uint64_t slack_bytes() const;
 
  private:
   TelemetrySample take();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <utility>
 
 #include "link_shaper.skel.h"
@@ -210,6 +211,55 @@ Result<LinkCounters> LinkShaper::counters(uint32_t ifindex) const {
       sum.queue_delay_hist[i] += c.queue_delay_hist[i];
   }
   return sum;
+}
+
+uint64_t PortSnapshot::queued_bytes() const {
+  if (busy_until_ns <= read_ns || cfg.rate_bps == 0) return 0;
+  // Wire bytes (frame + overhead) drain at the rate; the counters count frames.
+  const long double wire = static_cast<long double>(busy_until_ns - read_ns) * cfg.rate_bps / 8e9L;
+  long double frames = wire;
+  if (cfg.overhead_bytes && counters.packets)
+    frames *= static_cast<long double>(counters.bytes) /
+              (counters.bytes + static_cast<long double>(counters.packets) * cfg.overhead_bytes);
+  return std::min(counters.bytes, static_cast<uint64_t>(frames));
+}
+
+unsigned LinkShaper::cpus() {
+  auto n = possible_cpus();
+  return n ? static_cast<unsigned>(*n) : 1;
+}
+
+Result<std::optional<PortSnapshot>> LinkShaper::snapshot(uint32_t ifindex) const {
+  PortSnapshot s;
+  if (int err = bpf_map_lookup_elem(cfg_fd(), &ifindex, &s.cfg); err < 0) {
+    if (err == -ENOENT) return std::optional<PortSnapshot>();
+    return make_error("reading the shape of " + port(ifindex), -err);
+  }
+  // BPF_F_LOCK: under the element's spin lock, as the datapath writes it.
+  auto clock = [&]() -> Result<uint64_t> {
+    fabemu_link_state st{};
+    if (int err = bpf_map_lookup_elem_flags(state_fd(), &ifindex, &st, BPF_F_LOCK); err < 0)
+      return make_error("reading the virtual clock of " + port(ifindex), -err);
+    return st.next_ns;
+  };
+  auto before = clock();
+  if (!before) return before.error();
+  // A frame admitted meanwhile moves the clock: read again, three times at most (the read
+  // takes microseconds; the last stands, its error one frame per admission during it).
+  for (int attempt = 0;; ++attempt) {
+    auto c = counters(ifindex);
+    if (!c) return c.error();
+    s.counters = *c;
+    auto after = clock();
+    if (!after) return after.error();
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    s.read_ns = uint64_t(now.tv_sec) * 1'000'000'000ULL + uint64_t(now.tv_nsec);
+    s.busy_until_ns = *after;
+    if (*after == *before || attempt == 2) break;
+    before = after;
+  }
+  return std::optional<PortSnapshot>(s);
 }
 
 namespace {

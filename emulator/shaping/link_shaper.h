@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,20 @@ struct LinkCounters {
   uint64_t corrupted = 0, duplicated = 0;  // damage on the wire (the next hop drops corrupted)
 
   uint64_t drops() const { return drop_down + drop_loss + drop_queue + drop_watchdog; }
+};
+
+// One port's shape, counters and virtual queue read together, for rates. The counters count a
+// frame when the link admits it to its queue; a real port counts it when it leaves. Subtracting
+// the queue at the moment of the read gives the bytes the link has serialized by then, which
+// over any interval stay within its rate however bursty the admissions were.
+struct PortSnapshot {
+  fabemu_link_cfg cfg{};
+  LinkCounters counters;
+  uint64_t busy_until_ns = 0;  // the virtual clock: when the queue will have drained
+  uint64_t read_ns = 0;        // CLOCK_MONOTONIC (the datapath's clock) when the read ended
+  // Admitted but not serialized at read_ns (the drain time at the configured rate), at most
+  // what was admitted: what a real port would still hold.
+  uint64_t queued_bytes() const;
 };
 
 // A port somebody attached to, as recorded in the ports map.
@@ -79,6 +94,13 @@ class LinkShaper {
   Result<void> reset_state(uint32_t ifindex);
 
   Result<LinkCounters> counters(uint32_t ifindex) const;
+  // The port's shape, counters and virtual clock, read again while the clock moved during the
+  // read (a frame was admitted): consistent but for frames that other CPUs are counting at
+  // that moment, at most one per CPU, which the queue holds and the counters miss (the next
+  // read has them). Empty when the port is unshaped.
+  Result<std::optional<PortSnapshot>> snapshot(uint32_t ifindex) const;
+  // The CPUs the counters are kept for (libbpf's possible CPUs), at least 1.
+  static unsigned cpus();
   // Every shaped port (config present), ascending by ifindex.
   Result<std::vector<uint32_t>> shaped() const;
   // Every attached port as recorded by attach().

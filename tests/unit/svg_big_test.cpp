@@ -47,8 +47,11 @@ bool draws_node(const std::string& svg, const std::string& name) {
 }
 
 // The drawn link named `name` ("a:b"), or "" when it is not drawn one by one.
+// A link drawn on its own (class "link", and "went-down" or "down-at-end" when a fault took it
+// down).
 std::string drawn_link(const std::string& svg, const std::string& name) {
-  const size_t at = svg.find("<g class=\"link\" data-link=\"" + name + "\"");
+  const size_t named = svg.find("\" data-link=\"" + name + "\"");
+  const size_t at = named == std::string::npos ? named : svg.rfind("<g class=\"link", named);
   return at == std::string::npos ? "" : svg.substr(at, svg.find("</g>", at) - at);
 }
 
@@ -167,6 +170,9 @@ TEST(TopologySvg, DropsAndFaultsInACollapsedTierKeepTheirNodesInSight) {
   EXPECT_NE(drawn_link(svg, "leaf100:spine3").find("stroke=\"#d62728\""), std::string::npos);
   EXPECT_NE(drawn_link(svg, "leaf200:spine1").find("fault: leaf200:spine1 down"),
             std::string::npos);
+  EXPECT_NE(svg.find("<g class=\"link down-at-end\" data-link=\"leaf200:spine1\""),
+            std::string::npos)
+      << "marked as down";
   EXPECT_NE(svg.find("8 dropping</text>"), std::string::npos) << "leaf12..leaf19 to spine1";
   EXPECT_NE(svg.find("8 dropped more than 1%: leaf12:spine1"), std::string::npos);
 }
