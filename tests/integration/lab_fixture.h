@@ -358,8 +358,9 @@ class LabTest : public ::testing::Test {
 
 // Received bit/s of an iperf3 run from `from` to `to` (a server is started and ends after one
 // test). `udp_rate` empty: TCP.
+// `sent_s`: where the sender's own time goes, when asked.
 inline double iperf_bps(const LabGuard& lab, const std::string& from, const std::string& to,
-                        const std::string& udp_rate, int seconds = 2) {
+                        const std::string& udp_rate, int seconds = 2, double* sent_s = nullptr) {
   Process server = spawn({kFabemu, "exec", lab.name() + ":" + to, "--", *find_tool("iperf3"), "-s",
                           "-1", "-p", "5299"});
   std::this_thread::sleep_for(300ms);
@@ -378,6 +379,7 @@ inline double iperf_bps(const LabGuard& lab, const std::string& from, const std:
     ADD_FAILURE() << "no received bytes or sending time in iperf3's output: " << o;
     return 0;
   }
+  if (sent_s) *sent_s = std::stod(sent[1]);
   return std::stod(got[1]) * 8 / std::stod(sent[1]);
 }
 
