@@ -14,6 +14,7 @@
 #include "plan/partition.h"
 #include "scenario/loader.h"
 #include "util/files.h"
+#include "util/units.h"
 
 namespace fabemu {
 namespace {
@@ -142,6 +143,10 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
   backend.start(out.plan);
   auto parallel = out.plan.parallel.begin();
   for (size_t i = 0; i < total; ++i) {
+    if (options.interrupt && options.interrupt->load())
+      return fail(make_error(printf_string("interrupted by signal %d after %zu of %zu actions",
+                                           options.interrupt->load(), i, total),
+                             EINTR));
     const Action& a = out.plan.actions[i];
     const char* p = phase_of(a);
     while (parallel != out.plan.parallel.end() && parallel->end <= i) ++parallel;  // empty ones
@@ -167,6 +172,9 @@ Result<UpResult> lab_up(const Scenario& scenario, const LabPaths& paths, Backend
     if (auto r = backend.apply(a); !r) return fail(r.error());
   }
   if (auto r = backend.finish(); !r) return fail(r.error());
+  if (options.interrupt && options.interrupt->load())
+    return fail(make_error(
+        printf_string("interrupted by signal %d at the end", options.interrupt->load()), EINTR));
   end_phase();
   if (options.progress) options.progress("done", total, total);
   if (auto r = mark_journal_complete(paths.journal()); !r) return fail(r.error());

@@ -1,6 +1,7 @@
 // Lab lifecycle: bring a planned lab up through a backend (journal first), take it down.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -29,6 +30,9 @@ struct UpOptions {
   // placement is computed here), and the address pool all of them use.
   std::optional<MachinePart> part;
   std::optional<int> pool;
+  // Set (to a signal's number) by a handler of SIGINT/SIGTERM: lab_up stops between actions and
+  // takes down what it made; the error's errno is EINTR.
+  const std::atomic<int>* interrupt = nullptr;
 };
 
 // Address pools no lab on this machine uses, ascending (a launcher intersects the machines').

@@ -424,6 +424,7 @@ int cluster_link_set(const LinkSetArgs& a, const LabPaths& base) {
     if (a.reorder) words.push_back(*a.reorder ? "--reorder" : "--no-reorder");
     if (a.accept_degraded) words.push_back("--accept-degraded");
   }
+  if (a.json) words.push_back("--json");  // one object per machine, a line each
   Round done = run_round(**launcher, r.machines, fabemu_argv(base, words), 120s);
   for (const auto& reply : done.replies)
     if (reply.status == kExitOk) std::printf("%s", reply.out.c_str());

@@ -13,6 +13,7 @@
 #include "report/report.h"
 #include "runtime/reachability.h"
 #include "runtime/workload.h"
+#include "session/session.h"
 #include "util/json.h"
 #include "util/result.h"
 
@@ -29,24 +30,30 @@ inline constexpr int kExitNeedsRoot = 4;  // must run as root
 // skip on it.
 inline constexpr int kExitUnsupported = 5;
 
-struct UpArgs {
-  std::string scenario;
-  std::string lab;  // default: the scenario's name
+// `up` and `run`: the session's request and how the terminal shows it.
+struct UpArgs : session::UpRequest {
   bool dry_run = false;
   bool quiet = false;
-  bool timings = false;      // print where the time went, per phase
-  bool netns_names = false;  // `ip netns` names whatever the size (PlanOptions::netns_names)
-  // Without fq the link model polices (rate, loss, ECN) but adds no delay or jitter; a
-  // scenario that asks for them is refused unless the user accepts that.
-  bool accept_degraded = false;
-  std::string time_scale;  // --time-scale N|auto: over the scenario's time_scale
-  int machines = 0;        // with dry_run: show the partition over this many machines
-  std::string on;          // --on slurm: across the machines of the allocation
-  // `agent up` and `agent probe`: this machine's part of a lab across `cluster` (machine names
-  // in the allocation's order), its pool, the directory every machine shares.
-  std::vector<std::string> cluster;
-  std::optional<int> pool;
-  std::string shared_dir;
+  bool json = false;     // the result as one JSON object (docs/json.md)
+  bool timings = false;  // print where the time went, per phase
+  int machines = 0;      // with dry_run: show the partition over this many machines
+  std::string on;        // --on slurm: across the machines of the allocation
+};
+
+// A failure's exit code; an error printed and its exit code.
+int exit_code(session::Failure f);
+int report_error(const Error& e);
+void print_json(const Json& j);
+
+// Progress on a terminal's stderr (none when quiet or not a terminal); remarks unless quiet.
+class TerminalObserver : public session::Observer {
+ public:
+  explicit TerminalObserver(bool quiet);
+  void progress(std::string_view phase, size_t done, size_t total) override;
+  void remark(const std::string& line) override;
+
+ private:
+  bool quiet_, tty_;
 };
 
 // `link set LAB LINK --rate ...`; `link down/up` set `down`.
@@ -59,6 +66,7 @@ struct LinkSetArgs {
   // timeline's `down` does unless it says `reroute: false`.
   bool reroute = true;
   bool accept_degraded = false;
+  bool json = false;
   std::string on;  // --on slurm: a lab across machines
   // The shape settings given, by their link-shape key (`ecn_threshold` is --ecn-threshold):
   // what `link set` parses and what `--on slurm` hands on to every machine.
@@ -89,7 +97,7 @@ int cmd_perf(const PerfArgs& args, const LabPaths& base);
 int cmd_link_set(const LinkSetArgs& args, const LabPaths& base);
 // Waits for the kernel to free the labs' namespaces unless wait_for_kernel is false.
 int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base,
-             bool wait_for_kernel = true);
+             bool wait_for_kernel = true, bool json = false);
 // Which rows `status` shows: nodes and links by name or glob (a link's node, or a link "a:b"
 // either way round); none given: every row of a small lab, a summary by tier of a big one
 // unless `all`.
@@ -161,20 +169,11 @@ double seconds_since(std::chrono::steady_clock::time_point t);
 int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
              LabPaths& paths);
 
-// What `up` decides before it touches anything: the scenario loaded and checked, the lab's
-// model (pool 0; with args.cluster, this machine's part), what the kernel lets the link model
-// do, the time scale. An exit code (the error printed) when something is wrong.
-struct Prepared {
-  Scenario scenario;
-  std::string text;
-  LabPaths paths;
-  LabModel model;
-  PlanOptions plan;
-  std::vector<std::string> notes;  // about the time scale
-};
+// What `up` decides before it touches anything (session::prepare); an exit code (the error
+// printed) when something is wrong.
+using Prepared = session::Prepared;
 std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base);
-// The notes `up` prints about what it built (time scale, link model, switches, rdma).
-std::vector<std::string> up_notes(const Scenario& s, const UpResult& up);
+using session::up_notes;
 
 // `run`'s phases, shared by one machine and a lab across machines. Prints the reachability
 // line (and pairs without an answer) and counts them into the report; true when all answered.

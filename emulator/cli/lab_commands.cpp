@@ -1,185 +1,21 @@
-// `up`, `down` and `run`: scenario checks before anything is touched, then the lab lifecycle.
-#include <unistd.h>
-
+// `up` and `down` (session/up.cpp, down.cpp) as the terminal shows them; `up --dry-run`.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <iostream>
 
-#include "apply/journal.h"
-#include "apply/kernel_backend.h"
 #include "apply/lab.h"
-#include "apply/netns_cleanup.h"
-#include "apply/run_root.h"
 #include "cli/commands.h"
-#include "doctor/capabilities.h"
-#include "doctor/system_probe.h"
 #include "plan/partition.h"
-#include "runtime/cluster.h"
 #include "runtime/faults.h"
-#include "scenario/loader.h"
-#include "util/files.h"
-#include "util/netlink.h"
 #include "util/units.h"
 
 namespace fabemu::cli {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-Progress terminal_progress(bool quiet) {
-  if (quiet || !::isatty(STDERR_FILENO)) return nullptr;
-  return [](std::string_view phase, size_t done, size_t total) {
-    if (phase == "done") {
-      std::fprintf(stderr, "\r\033[K");
-      return;
-    }
-    std::fprintf(stderr, "\r\033[K  %.*s %zu/%zu actions", static_cast<int>(phase.size()),
-                 phase.data(), done, total);
-  };
-}
-
-}  // namespace
-
-std::vector<std::string> up_notes(const Scenario& s, const UpResult& up) {
-  std::vector<std::string> out;
-  const PlanOptions& mode = up.plan_options;
-  if (const TimeScale& t = up.model.time_scale; t.dilated()) {
-    const std::string n = format_factor(t.factor);
-    out.push_back("time dilated x" + n + ": links run at rate / " + n + ", delays x " + n +
-                  "; every figure below is the real fabric's (" + up.model.time_scale_why + ")");
-    if (const auto rto = host_rto_min_ms(up.model))
-      out.push_back("hosts' TCP RTO floor " + format_time_ns(uint64_t{*rto} * 1'000'000) +
-                    " of wall clock (" + (*rto >= kMaxRtoMs ? "Linux's 120 s maximum; " : "") +
-                    "real " + format_time_ns(s.hosts.tcp_rto_min_ns.value_or(kLinuxRtoMinNs)) +
-                    ")");
-    if (s.hosts.clock == HostClock::Fabric)
-      out.push_back(
-          "hosts' programs run on the real fabric's clock (hosts.clock: fabric): "
-          "their sleeps and timeouts last " +
-          n + " times longer in wall clock; `exec --clock wall` for one that should not");
-  }
-  if (up.plan.shaped_ports == 0)
-    out.push_back("links unshaped (veth speed); `fabemu link set` shapes one live");
-  else
-    out.push_back(link_model_text(mode, up.plan.shaped_ports,
-                                  s.fabric.lossless && s.fabric.lossless->hold_queue));
-  if (up.plan.ovs_bridges) {
-    const OvsChoice& ovs = mode.ovs;
-    out.push_back("switches: " + std::to_string(up.plan.ovs_bridges) + " Open vSwitch bridges (" +
-                  (ovs.kernel ? "kernel datapath"
-                              : "userspace datapath, " + ovs.why_userspace +
-                                    "; offloads off on every switch link") +
-                  "); `fabemu exec LAB:SWITCH -- ovs-ofctl dump-flows SWITCH`");
-  }
-  if (up.plan.bgp_routers) {
-    double converge = 0;
-    for (const auto& [phase, secs] : up.phase_seconds)
-      if (phase == "bgp" || phase == "converge") converge += secs;
-    const auto& bfd = s.fabric.bfd;
-    size_t routes = 0;
-    for (const BgpRouter& r : up.model.bgp) routes += r.fib.size();
-    out.push_back("routing: eBGP (FRR) on " + std::to_string(up.plan.bgp_routers) + " switches, " +
-                  (bfd ? "BFD every " + format_time_ns(bfd->interval_ns) + " x " +
-                             std::to_string(bfd->multiplier)
-                       : std::string("no BFD")) +
-                  printf_string("; started and converged to the %zu planned routes in %.2f s",
-                                routes, converge) +
-                  "; `fabemu exec LAB:SWITCH -- vtysh -c 'show bgp summary'`");
-  }
-  if (up.plan.rxe_devices)
-    out.push_back("rdma: rxe on " + std::to_string(up.plan.rxe_devices) +
-                  " hosts (fabemu-LAB-HOST on each host's NIC, RoCEv2 GID index 1); `fabemu "
-                  "perf` runs perftest between two");
-  else if (s.rdma == RdmaMode::Auto)
-    out.push_back("rdma: auto: off (" + mode.rdma.why_not + ")");
-  return out;
-}
 
 std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
-  auto sc = load_scenario_file(args.scenario);
-  if (!sc) {
-    print_error(sc.error().what());
-    return kExitBadInput;
-  }
-  auto text = read_file(args.scenario);
-  if (!text) {
-    print_error(text.error().what());
-    return kExitBadInput;
-  }
-  Prepared p{std::move(*sc), std::move(*text), base};
-  p.paths.lab = args.lab.empty() ? p.scenario.name : args.lab;
-  if (!is_valid_lab_name(p.paths.lab)) {
-    print_error("--lab: '" + p.paths.lab + "' is not a lab name: 1-12 of a-z, 0-9 and '-'");
-    return kExitBadInput;
-  }
-  auto model = build_model(p.scenario, 0);
-  if (!model) {
-    print_error(model.error().what());
-    return kExitBadInput;
-  }
-  p.model = std::move(*model);
-  // A partition's dry run needs nothing of this machine's kernel.
-  if (args.dry_run && args.machines > 0) return p;
-  if (!args.cluster.empty()) {
-    // This machine's part: the same placement on every machine, its own nodes built here.
-    auto placement = partition(p.model, static_cast<int>(args.cluster.size()));
-    if (!placement) {
-      print_error(p.scenario.file + ": " + placement.error().what());
-      return kExitBadInput;
-    }
-    auto part = this_machine_part(args.cluster, args.shared_dir);
-    if (!part) {
-      print_error(part.error().what());
-      return kExitFailed;
-    }
-    part->placement = std::move(*placement);
-    auto mtu = underlay_mtu(*part);
-    if (!mtu) {
-      print_error(mtu.error().what());
-      return kExitFailed;
-    }
-    // A cut link's frames travel in VXLAN: fabric MTU + its headers must fit the underlay.
-    if (p.scenario.fabric.mtu + kVxlanOverhead > *mtu) {
-      print_error(printf_string(
-          "%s: fabric mtu %u + %u bytes of VXLAN headers does not fit the underlay's MTU %u "
-          "(%s on %s): raise the underlay's MTU (jumbo frames) or lower fabric.mtu to %u",
-          p.scenario.file.c_str(), p.scenario.fabric.mtu, kVxlanOverhead, *mtu,
-          part->underlay_dev.c_str(), part->machines[part->index].c_str(), *mtu - kVxlanOverhead));
-      return kExitBadInput;
-    }
-    p.model.part = std::move(*part);
-  }
-  // What this kernel can do, asked as the doctor asks it (verdicts kept for the boot).
-  SystemProbe probe(base.run_root, /*fresh=*/false);
-  Capabilities caps(probe);
-  ChoiceOptions choice;
-  choice.accept_degraded = args.accept_degraded;
-  choice.rps_mask = cpu_mask(static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_CONF))));
-  auto options = choose_plan_options(p.model, caps, choice);
-  if (!options) {
-    print_error(p.scenario.file + ": " + options.error().message);
-    return errno_of(options.error()) == EOPNOTSUPP ? kExitUnsupported : kExitFailed;
-  }
-  p.plan = std::move(*options);
-  p.plan.netns_names =
-      args.netns_names || p.model.topo.nodes.size() <= static_cast<size_t>(kNetnsNamesUpTo);
-  // The kernel's one ARP table's limit (init_net's is the table's).
-  if (auto text = read_file("/proc/sys/net/ipv4/neigh/default/gc_thresh3"))
-    p.plan.neighbour_limit = std::atoi(text->c_str());
-  probe.progress = [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); };
-  auto scale = choose_time_scale(p.model, args.time_scale, caps);
-  if (!scale) {
-    print_error(p.scenario.file + ": " + scale.error().message);
-    return errno_of(scale.error()) == EOPNOTSUPP ? kExitUnsupported
-           : errno_of(scale.error()) == EINVAL   ? kExitBadInput
-                                                 : kExitFailed;
-  }
-  p.model.time_scale = scale->scale;
-  p.model.time_scale_why = scale->why;
-  p.notes = std::move(scale->notes);
-  return p;
+  TerminalObserver observer(/*quiet=*/false);
+  auto p = session::prepare(args, base, observer, args.dry_run && args.machines > 0);
+  if (!p) return report_error(p.error());
+  return std::move(*p);
 }
 
 namespace {
@@ -224,48 +60,38 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
              LabPaths& paths) {
-  auto prep = prepare(args, base);
-  if (auto* code = std::get_if<int>(&prep)) return *code;
-  auto& p = std::get<Prepared>(prep);
-  paths = p.paths;
-
-  if (args.dry_run && args.machines > 0) return print_partition(p.model, args.machines);
+  TerminalObserver observer(args.quiet);
+  auto prep = session::prepare(args, base, observer, args.dry_run && args.machines > 0);
+  if (!prep) return report_error(prep.error());
+  paths = prep->paths;
+  if (args.dry_run && args.machines > 0) return print_partition(prep->model, args.machines);
   if (args.dry_run) {
-    Plan plan = make_plan(p.model, p.paths, 0, p.plan);
+    Plan plan = make_plan(prep->model, prep->paths, 0, prep->plan);
     for (const auto& e : plan.journal) std::printf("journal %s\n", e.path.c_str());
     for (const auto& a : plan.actions) std::printf("%s\n", describe(a).c_str());
     std::printf("# %d namespaces, %d veths, %d routes, %zu actions\n", plan.namespaces, plan.veths,
                 plan.routes, plan.actions.size());
     return kExitOk;
   }
-  if (!require_root("up")) return kExitNeedsRoot;
-  auto backend = KernelBackend::create(p.paths.netns_dir);
-  if (!backend) {
-    print_error(backend.error().what());
-    return kExitFailed;
+  // ^C or a TERM while the lab is built: what was made goes again, exit 130 (143).
+  session::InterruptGuard interrupt;
+  auto up = session::up(std::move(*prep), args.scenario, observer, &interrupt.signal());
+  if (!up) return report_error(up.error());
+  if (args.json) {
+    print_json(up->to_json());
+  } else {
+    const LabModel& m = up->up.model;
+    std::printf(
+        "lab %s up in %.2f s: %d hosts, %zu switches, %zu links, %d routes (addresses %s)\n",
+        up->lab.c_str(), up->seconds, m.topo.host_count(), m.topo.switches().size(),
+        m.topo.links.size(), up->up.plan.routes, m.addresses.pool.str().c_str());
+    if (args.timings)
+      for (const auto& [phase, secs] : up->up.phase_seconds)
+        std::printf("  %-10s %.3f s\n", phase.c_str(), secs);
+    if (!args.quiet)  // -q: the summary line (and --timings) only
+      for (const auto& n : up->notes) std::printf("  note: %s\n", n.c_str());
   }
-  auto start = Clock::now();
-  UpOptions opts{p.text, args.scenario, terminal_progress(args.quiet), p.plan};
-  opts.time_scale = p.model.time_scale;
-  opts.time_scale_why = p.model.time_scale_why;
-  auto up = lab_up(p.scenario, p.paths, **backend, opts);
-  if (!up) {
-    print_error(up.error().what());
-    return kExitFailed;
-  }
-  const LabModel& m = up->model;
-  std::printf("lab %s up in %.2f s: %d hosts, %zu switches, %zu links, %d routes (addresses %s)\n",
-              p.paths.lab.c_str(), seconds_since(start), m.topo.host_count(),
-              m.topo.switches().size(), m.topo.links.size(), up->plan.routes,
-              m.addresses.pool.str().c_str());
-  if (args.timings)
-    for (const auto& [phase, secs] : up->phase_seconds)
-      std::printf("  %-10s %.3f s\n", phase.c_str(), secs);
-  if (!args.quiet) {  // -q: the summary line (and --timings) only
-    for (const auto& n : up_notes(p.scenario, *up)) std::printf("  note: %s\n", n.c_str());
-    for (const auto& n : p.notes) std::printf("  note: %s\n", n.c_str());
-  }
-  out = std::move(*up);
+  out = std::move(up->up);
   return kExitOk;
 }
 
@@ -274,7 +100,7 @@ int cmd_up(const UpArgs& args, const LabPaths& base) {
   LabPaths paths;
   int code = bring_up(args, base, up, paths);
   if (code != kExitOk || args.dry_run) return code;
-  if (args.quiet) return kExitOk;
+  if (args.quiet || args.json) return kExitOk;
   if (const std::string note = fault_timeline_note(up->model); !note.empty())
     std::printf("  note: %s (`fabemu run` plays them; a lab brought up by `up` does not)\n",
                 note.c_str());
@@ -286,67 +112,28 @@ int cmd_up(const UpArgs& args, const LabPaths& base) {
   return kExitOk;
 }
 
-int cmd_down(const std::vector<std::string>& labs_in, bool all, const LabPaths& base,
-             bool wait_for_kernel) {
-  if (labs_in.empty() && !all) {
-    print_error("down: name a lab, or --all");
-    return kExitBadInput;
-  }
-  if (!require_root("down")) return kExitNeedsRoot;
-  std::vector<std::string> labs = all ? list_labs(base.run_root) : labs_in;
-  auto backend = KernelBackend::create(base.netns_dir);
-  if (!backend) {
-    print_error(backend.error().what());
-    return kExitFailed;
-  }
-  int code = kExitOk;
-  size_t taken_down = 0;
-  // The kernel frees the namespaces afterwards, under the lock a next lab's `up` needs: wait,
-  // so that the next lab comes up as fast as a first (and the lab's memory is back).
-  std::optional<NetnsCleanupWatch> watch;
-  if (wait_for_kernel) {
-    auto w = NetnsCleanupWatch::create();
-    if (w)
-      watch.emplace(std::move(*w));
-    else
-      std::fprintf(stderr, "fabemu: down: cannot wait for the kernel to free the lab: %s\n",
-                   describe(w.error()).c_str());
-  }
-  for (const auto& lab : labs) {
-    LabPaths paths = base;
-    paths.lab = lab;
-    // An agent still building or running this machine's part of the lab stops first.
-    if (auto stopped = stop_agent(base.run_root, lab); !stopped) {
-      print_error(stopped.error().what());
-      code = kExitFailed;
-      continue;
-    } else if (*stopped) {
-      std::printf("lab %s: stopped the agent still working on it here\n", lab.c_str());
+int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base,
+             bool wait_for_kernel, bool json) {
+  auto out = session::down({labs, all, wait_for_kernel}, base);
+  if (!out) return report_error(out.error());
+  if (json) {
+    print_json(out->to_json());
+  } else {
+    for (const auto& l : out->labs) {
+      if (l.agent_stopped)
+        std::printf("lab %s: stopped the agent still working on it here\n", l.lab.c_str());
+      if (l.error)
+        print_error(l.error->what());
+      else
+        std::printf("lab %s down in %.2f s\n", l.lab.c_str(), l.seconds);
     }
-    if (!all && !path_exists(paths.run_dir())) {
-      print_error("down: no lab named '" + lab + "'");
-      code = std::max(code, kExitNoLab);
-      continue;
-    }
-    auto start = Clock::now();
-    if (auto r = lab_down(paths, **backend, watch ? &*watch : nullptr); !r) {
-      print_error(r.error().what());
-      code = kExitFailed;
-      continue;
-    }
-    std::printf("lab %s down in %.2f s\n", lab.c_str(), seconds_since(start));
-    ++taken_down;
+    if (!out->kernel_note.empty()) print_error("down: " + out->kernel_note);
+    if (out->kernel_seconds)
+      std::printf("kernel done freeing %s in %.2f s\n",
+                  out->labs.size() > 1 ? "the labs" : "the lab", *out->kernel_seconds);
   }
-  if (taken_down > 0 && watch) {
-    auto start = Clock::now();
-    if (auto r = watch->wait(std::chrono::seconds(60)); !r)
-      std::fprintf(stderr, "fabemu: down: not waiting for the kernel any longer: %s\n",
-                   describe(r.error()).c_str());
-    else
-      std::printf("kernel done freeing %s in %.2f s\n", taken_down > 1 ? "the labs" : "the lab",
-                  seconds_since(start));
-  }
-  return code == kExitNoLab && labs.size() > 1 ? kExitFailed : code;
+  const auto failure = out->failure();
+  return failure ? exit_code(*failure) : kExitOk;
 }
 
 }  // namespace fabemu::cli

@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
                    "nodes of each, the links cut into VXLAN tunnels, the load)")
       ->check(CLI::Range(1, 4096));
   up_cmd->add_flag("--timings", up.timings, "Print the time each phase took");
+  up_cmd->add_flag("--json", up.json, "The result as one JSON object (docs/json.md)")
+      ->excludes("--dry-run");
 
   std::vector<std::string> down_labs;
   bool down_all = false;
@@ -66,6 +68,9 @@ int main(int argc, char** argv) {
   down_cmd->add_flag("--all", down_all, "Every fabemu lab on this machine");
   std::string down_on;
   auto* down_on_opt = down_cmd->add_option("--on", down_on, on_help)->excludes("--all");
+  bool down_json = false;
+  down_cmd->add_flag("--json", down_json, "The result as one JSON object (docs/json.md)")
+      ->excludes(down_on_opt);
   bool down_no_wait = false;
   down_cmd
       ->add_flag("--no-wait", down_no_wait,
@@ -129,6 +134,8 @@ int main(int argc, char** argv) {
     c->add_option("lab", link.lab, "Lab name")->required();
     c->add_option("link", link.link, "a:b or a>b, e.g. leaf1:spine2")->required();
     c->add_option("--on", link.on, on_help);
+    c->add_flag("--json", link.json,
+                "The result as one JSON object (docs/json.md); with --on, one per machine");
   }
   bool reroute = false, no_reroute = false;  // --reroute is the default, said explicitly
   for (auto* c : {link_down, link_up}) {
@@ -296,7 +303,7 @@ int main(int argc, char** argv) {
   if (up_cmd->parsed())
     return up.on.empty() || up.dry_run ? cli::cmd_up(up, base) : cli::cluster_up(up, base);
   if (down_cmd->parsed())
-    return down_on.empty() ? cli::cmd_down(down_labs, down_all, base, !down_no_wait)
+    return down_on.empty() ? cli::cmd_down(down_labs, down_all, base, !down_no_wait, down_json)
                            : cli::cluster_down(down_labs, down_on, base);
   if (status_cmd->parsed())
     return status_on.empty() || status_lab.empty()

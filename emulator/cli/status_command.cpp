@@ -15,31 +15,7 @@
 namespace fabemu::cli {
 namespace {
 
-Json shape_json(const LinkShape& s) {
-  Json j = Json::object();
-  if (s.rate_bps) j["rate_bps"] = *s.rate_bps;
-  if (s.delay_ns) j["delay_ns"] = *s.delay_ns;
-  if (s.jitter_ns) j["jitter_ns"] = *s.jitter_ns;
-  if (s.loss) j["loss"] = *s.loss;
-  if (s.loss_burst)
-    j["loss_burst"] = {{"p", s.loss_burst->p},
-                       {"r", s.loss_burst->r},
-                       {"loss_bad", s.loss_burst->loss_bad},
-                       {"loss_good", s.loss_burst->loss_good}};
-  if (s.reorder) j["reorder"] = *s.reorder;
-  if (s.queue_ns) j["queue_ns"] = *s.queue_ns;
-  if (s.queue_bytes) j["queue_bytes"] = *s.queue_bytes;
-  if (s.ecn_threshold_ns) j["ecn_threshold_ns"] = *s.ecn_threshold_ns;
-  if (s.ecn_threshold_bytes) j["ecn_threshold_bytes"] = *s.ecn_threshold_bytes;
-  if (s.down) j["down"] = *s.down;
-  if (s.pfc && s.pfc->xoff_bytes)
-    j["pfc"] = {{"xoff_bytes", s.pfc->xoff_bytes},
-                {"xon_bytes", s.pfc->xon_bytes},
-                {"watchdog_ns", s.pfc->watchdog_ns}};
-  if (s.corrupt) j["corrupt"] = *s.corrupt;
-  if (s.duplicate) j["duplicate"] = *s.duplicate;
-  return j;
-}
+using session::shape_json;
 
 // Shapes and queue delays in the real fabric's units; a dilated lab's port values beside them.
 Json direction_json(const DirectionState& d, const TimeScale& t) {

@@ -15,9 +15,11 @@ struct Error {
   std::string message;  // with context: "creating veth leaf1-eth3: File exists"
   std::source_location where;
 
-  // "message: strerror" when there is an errno, else just the message.
+  // "message: strerror" when there is an errno, else just the message (also when the code's
+  // category has no words for it: the session's kinds of failure).
   std::string what() const {
     if (!code) return message;
+    if (std::string words = code.message(); words.empty()) return message;
     return message + ": " + code.message();
   }
   // Adds outer context: "bringing up lab demo: " + inner.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -234,10 +233,13 @@ class Lab:
     """A lab on this machine. `Lab.up(scenario)` builds one; as a context manager it is taken
     down when the block ends, whatever ends it (an exception, a failed assert, ^C)."""
 
-    def __init__(self, name: str, scenario: Optional[str] = None, up_output: str = ""):
+    def __init__(self, name: str, scenario: Optional[str] = None, up_output: str = "",
+                 up_result: Optional[Dict[str, Any]] = None):
         self.name = name
         self.scenario = scenario
         self.up_output = up_output
+        # `up --json` (docs/schema/up.schema.json): hosts, links, time_scale, link_model, notes...
+        self.up_result = up_result or {}
 
     @classmethod
     def up(cls, scenario: PathLike, lab: Optional[str] = None, *,
@@ -246,7 +248,7 @@ class Lab:
         """`fabemu up SCENARIO`. Raises FabemuError (exit_code 5, `.unsupported`, when this
         machine cannot build it; the message says what is missing). A lab named `lab` that is
         already up is refused (exit 1) and left alone."""
-        args = build_args("up", scenario, lab, time_scale, accept_degraded)
+        args = build_args("up", scenario, lab, time_scale, accept_degraded) + ["--json"]
         try:
             out = call(args, timeout=timeout, env=env).stdout
         except FabemuError as e:
@@ -260,11 +262,11 @@ class Lab:
             if lab:
                 call(["down", lab], check=False, timeout=300)
             raise
-        m = re.search(r"^lab (\S+) up in", out, re.MULTILINE)
-        name = lab or (m.group(1) if m else None)
-        if not name:
-            raise FabemuError(f"could not tell the lab's name from: {out[:200]}", 1)
-        return cls(name, str(scenario), out)
+        try:
+            result = json.loads(out)
+        except ValueError:
+            raise FabemuError(f"up --json printed no JSON: {out[:200]}", 1)
+        return cls(result["lab"], str(scenario), out, result)
 
     def __enter__(self) -> "Lab":
         return self

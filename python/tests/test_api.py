@@ -53,7 +53,8 @@ def fake(tmp_path, monkeypatch):
             if "nofq.yaml" in args:
                 print("fabemu: nofq.yaml: links: h1>leaf1: delay 5us needs the fq qdisc",
                       file=sys.stderr); sys.exit(5)
-            print("lab t1 up in 0.20 s: 1 hosts"); sys.exit(0)
+            assert "--json" in args
+            print('{{"schema": 1, "command": "up", "lab": "t1", "hosts": 1}}'); sys.exit(0)
         if cmd == "status":
             if args[1] == "gone":
                 print("fabemu: no lab named 'gone'", file=sys.stderr); sys.exit(3)

@@ -495,6 +495,39 @@ TEST_P(SwitchTest, KillDuringUpThenDownLeavesNothing) {
   EXPECT_GT(caught_midway, 0) << "up always finished before the kill: nothing was tested";
 }
 
+// ^C (SIGINT) or SIGTERM while `up` builds a 512-host lab: up takes down what it made and exits
+// as a process ended by the signal does (130, 143), leaving nothing for `down` to find.
+TEST_F(FabricTest, InterruptedUpLeavesNothingAndExits130) {
+  TempScenario scenario(
+      "name: big\ntopology: {kind: leaf-spine, leaves: 16, spines: 4, hosts_per_leaf: 32}\n"
+      "rdma: {enabled: off}\n");
+  // At once, and while the namespaces and veths are being made.
+  const std::pair<int, int> cases[] = {{SIGINT, 0}, {SIGINT, 300}, {SIGTERM, 150}};
+  for (const auto& [sig, delay_ms] : cases) {
+    SCOPED_TRACE(std::string(strsignal(sig)) + " " + std::to_string(delay_ms) +
+                 " ms after the journal appeared");
+    const std::string name = lab_name("c" + std::to_string(delay_ms));
+    const Snapshot before = Snapshot::take(name);
+    LabGuard lab(name);
+    Process up = spawn(fabemu_argv({"up", scenario.path(), "--lab", name, "-q"}));
+    const std::string journal = run_dir(name) + "/journal";
+    const auto deadline = Clock::now() + 10s;
+    while (!std::filesystem::exists(journal)) {
+      ASSERT_LT(Clock::now(), deadline) << "no journal at " << journal;
+      std::this_thread::sleep_for(100us);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(up.pid(), sig);
+    std::optional<int> status = wait_for(up, 60s);
+    ASSERT_TRUE(status.has_value()) << "up went on after the signal";
+    if (*status == 0) GTEST_SKIP() << "up finished before the signal came: nothing was tested";
+    EXPECT_EQ(*status, 128 + sig);
+    // Nothing left, before any `down`.
+    EXPECT_FALSE(std::filesystem::exists(run_dir(name)));
+    EXPECT_EQ(Snapshot::take(name), before);
+  }
+}
+
 // `down` returns once the kernel has freed the lab, not only dropped it: a veth from h1 into a
 // namespace of the test's own is gone the moment `down` returns (it goes when the kernel
 // unregisters h1's devices, which it does after `down` has let go of h1).

@@ -1,0 +1,54 @@
+// What every command shares to show the session's results: errors as exit codes, JSON, progress.
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+
+namespace fabemu::cli {
+
+int exit_code(session::Failure f) {
+  switch (f) {
+    case session::Failure::BadInput:
+      return kExitBadInput;
+    case session::Failure::NoLab:
+      return kExitNoLab;
+    case session::Failure::NeedsRoot:
+      return kExitNeedsRoot;
+    case session::Failure::Unsupported:
+      return kExitUnsupported;
+    case session::Failure::Interrupted:
+      return session::interrupted_exit_code(session::InterruptGuard::signal().load());
+    case session::Failure::Failed:
+      break;
+  }
+  return kExitFailed;
+}
+
+int report_error(const Error& e) {
+  print_error(e.what());
+  return exit_code(session::failure_of(e));
+}
+
+void print_json(const Json& j) {
+  std::printf("%s\n", j.dump().c_str());
+}
+
+TerminalObserver::TerminalObserver(bool quiet)
+    : quiet_(quiet), tty_(!quiet && ::isatty(STDERR_FILENO)) {}
+
+void TerminalObserver::progress(std::string_view phase, size_t done, size_t total) {
+  if (!tty_) return;
+  if (phase == "done") {
+    std::fprintf(stderr, "\r\033[K");
+    return;
+  }
+  std::fprintf(stderr, "\r\033[K  %.*s %zu/%zu actions", static_cast<int>(phase.size()),
+               phase.data(), done, total);
+}
+
+void TerminalObserver::remark(const std::string& line) {
+  if (!quiet_) std::fprintf(stderr, "  %s\n", line.c_str());
+}
+
+}  // namespace fabemu::cli

@@ -1,0 +1,111 @@
+// `link set/down/up`: live changes to a running lab's link model, and reroutes.
+#include <algorithm>
+
+#include "apply/reroute.h"
+#include "scenario/link_shape_text.h"
+#include "session/session.h"
+
+namespace fabemu::session {
+
+Result<LinkShape> link_change(const LinkRequest& req, uint32_t mtu) {
+  LinkShape s;
+  bool loss = false, burst = false;
+  for (const auto& [key, text] : req.settings) {
+    if (text.empty()) continue;
+    loss |= key == "loss";
+    burst |= key == "loss_burst";
+    if (auto r = set_link_shape_field(s, key, text, mtu, ShapeSyntax::Change); !r) {
+      std::string option = "--" + key;
+      std::replace(option.begin(), option.end(), '_', '-');
+      return with_failure(make_error("link set: " + option + ": " + r.error().message),
+                          Failure::BadInput);
+    }
+  }
+  if (loss && burst)
+    return with_failure(make_error("link set: give --loss or --loss-burst, not both"),
+                        Failure::BadInput);
+  if (req.reorder) s.reorder = *req.reorder;
+  if (req.down) s.down = *req.down;
+  if (s.empty())
+    return with_failure(
+        make_error("link set: nothing to change; give --rate, --delay, --jitter, --loss, "
+                   "--loss-burst, --queue, --ecn-threshold, --pfc, --corrupt, --duplicate or "
+                   "--reorder/--no-reorder"),
+        Failure::BadInput);
+  return s;
+}
+
+Result<LinkOutcome> change_link(const LinkRequest& req, const LabPaths& base) {
+  FABEMU_TRY(link_change(req, 0));
+  FABEMU_TRY(need_root("link"));
+  LabPaths paths = base;
+  paths.lab = req.lab;
+  auto model = lab_model(paths);
+  if (!model)
+    return errno_of(model.error()) == ENOENT ? with_failure(model.error(), Failure::NoLab)
+                                             : model.error();
+  // Again with the lab's MTU: a byte queue must hold one full-size packet.
+  auto change = link_change(req, model->scenario.fabric.mtu);
+  if (!change) return change.error();
+  ChangeOptions opts;
+  opts.accept_degraded = req.accept_degraded;
+  LinkOutcome out;
+  out.lab = req.lab;
+  out.link = req.link;
+  out.action = !req.down ? "set" : *req.down ? "down" : "up";
+  auto done = change_links(paths, *model, req.link, *change, opts);
+  if (!done) {
+    const int err = errno_of(done.error());
+    if (err == ENOENT || err == EINVAL) return with_failure(done.error(), Failure::BadInput);
+    return done.error();
+  }
+  out.changes = std::move(*done);
+  if (!req.down || !req.reroute) return out;
+  // Down and up move the routes as the fault timeline does (a lab across machines: every
+  // machine its own switches, whoever owns the link).
+  auto rerouted = reroute_link(*model, paths, req.link, *req.down);
+  if (!rerouted) return rerouted.error().context("link " + out.action);
+  out.rerouted = std::move(*rerouted);
+  return out;
+}
+
+Json LinkOutcome::to_json() const {
+  Json changed = Json::array();
+  for (const LinkChange& c : changes)
+    changed.push_back({{"direction", c.name},
+                       {"before", shape_json(c.before)},
+                       {"after", shape_json(c.after)},
+                       {"attached_now", c.attached_now}});
+  Json j = {{"schema", kSchemaVersion}, {"command", "link"}, {"lab", lab}, {"link", link},
+            {"action", action},         {"changes", changed}};
+  j["rerouted"] = rerouted ? Json(*rerouted) : Json(nullptr);
+  return j;
+}
+
+Json shape_json(const LinkShape& s) {
+  Json j = Json::object();
+  if (s.rate_bps) j["rate_bps"] = *s.rate_bps;
+  if (s.delay_ns) j["delay_ns"] = *s.delay_ns;
+  if (s.jitter_ns) j["jitter_ns"] = *s.jitter_ns;
+  if (s.loss) j["loss"] = *s.loss;
+  if (s.loss_burst)
+    j["loss_burst"] = {{"p", s.loss_burst->p},
+                       {"r", s.loss_burst->r},
+                       {"loss_bad", s.loss_burst->loss_bad},
+                       {"loss_good", s.loss_burst->loss_good}};
+  if (s.reorder) j["reorder"] = *s.reorder;
+  if (s.queue_ns) j["queue_ns"] = *s.queue_ns;
+  if (s.queue_bytes) j["queue_bytes"] = *s.queue_bytes;
+  if (s.ecn_threshold_ns) j["ecn_threshold_ns"] = *s.ecn_threshold_ns;
+  if (s.ecn_threshold_bytes) j["ecn_threshold_bytes"] = *s.ecn_threshold_bytes;
+  if (s.down) j["down"] = *s.down;
+  if (s.pfc && s.pfc->xoff_bytes)
+    j["pfc"] = {{"xoff_bytes", s.pfc->xoff_bytes},
+                {"xon_bytes", s.pfc->xon_bytes},
+                {"watchdog_ns", s.pfc->watchdog_ns}};
+  if (s.corrupt) j["corrupt"] = *s.corrupt;
+  if (s.duplicate) j["duplicate"] = *s.duplicate;
+  return j;
+}
+
+}  // namespace fabemu::session

@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""Each command's --json against its schema in docs/schema (docs/json.md), as root on a small lab:
+up, link set/down/up, down (also of a lab that is not there). Prints each command and its verdict;
+exits 1 on the first output that does not validate, 77 (ctest's skip) when not root."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+
+import jsonschema
+
+FABEMU = os.environ.get("FABEMU_BIN", "fabemu")
+SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "schema")
+
+SCENARIO = """name: js
+topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}
+links: {default: {rate: 1gbit}}
+rdma: {enabled: off}
+"""
+
+
+def validator(command):
+    with open(os.path.join(SCHEMAS, f"{command}.schema.json")) as f:
+        schema = json.load(f)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def check(command, args, expect_rc=0):
+    argv = [FABEMU, *args, "--json"]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    print("$", " ".join(args), "--json ->", r.returncode)
+    if r.returncode != expect_rc:
+        sys.exit(f"exit {r.returncode}, expected {expect_rc}: {r.stderr}")
+    lines = r.stdout.splitlines()
+    if len(lines) != 1:
+        sys.exit(f"expected one line of JSON, got {len(lines)}: {r.stdout!r}")
+    doc = json.loads(lines[0])
+    errors = sorted(validator(command).iter_errors(doc), key=lambda e: list(e.path))
+    for e in errors:
+        print(f"  {list(e.path)}: {e.message}")
+    if errors:
+        sys.exit(f"{command}: {len(errors)} schema errors in {lines[0]}")
+    print(f"  valid against docs/schema/{command}.schema.json")
+    return doc
+
+
+def main():
+    if os.geteuid() != 0:
+        print("skipped: needs root (it brings a lab up)")
+        return 77
+    lab = "js" + uuid.uuid4().hex[:6]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "js.yaml")
+        with open(path, "w") as f:
+            f.write(SCENARIO)
+        try:
+            up = check("up", ["up", path, "--lab", lab])
+            assert up["lab"] == lab and up["hosts"] == 4, up
+            s = check("link", ["link", "set", lab, "h1:leaf1", "--rate", "10mbit", "--delay",
+                               "0", "--loss", "1%"])
+            assert [c["after"]["rate_bps"] for c in s["changes"]] == [10_000_000] * 2, s
+            d = check("link", ["link", "down", lab, "leaf1:spine1"])
+            assert d["rerouted"] and all(c["after"]["down"] for c in d["changes"]), d
+            check("link", ["link", "up", lab, "leaf1:spine1", "--no-reroute"])
+            gone = check("down", ["down", lab])
+            assert gone["labs"][0]["taken_down"], gone
+            missing = check("down", ["down", lab], expect_rc=3)
+            assert missing["labs"][0]["error"], missing
+        finally:
+            subprocess.run([FABEMU, "down", lab], capture_output=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
