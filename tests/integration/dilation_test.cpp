@@ -138,8 +138,10 @@ telemetry: {interval: 100us}
   EXPECT_EQ(scale, 4000);
   // Real units: tens of GB/s, where the undilated lab would read megabytes.
   EXPECT_GT(pred, 40);
-  // A bound that tells dilation working from not (busbw / N); the 5% figure is the bench's.
-  EXPECT_GT(busbw, 0.5 * pred);
+  // A bound that tells dilation working from not (then busbw would be about pred / 4000); how
+  // close it comes is the bench's figure (bench/collective_busbw.py), not a test's: a loaded CI
+  // machine measured 0.46 of the model where a quiet one measures more.
+  EXPECT_GT(busbw, 0.25 * pred);
   EXPECT_NEAR(wall_seconds / seconds, 4000, 40);
   // The fault due 1 ms into the real fabric's workload came 4 s into the wall clock's.
   EXPECT_NEAR(applied, 1e-3, 0.2e-3);

@@ -461,6 +461,22 @@ TEST_P(SwitchTest, TwoLabsCoexistAndDownOfOneSparesTheOther) {
   EXPECT_EQ(json_string_field(json_after, "state"), "up");
 }
 
+// `up SCENARIO --lab NAME -q` started, returned once its journal exists (a failure after 60 s
+// without one).
+Process start_up_until_journal(const std::string& scenario, const std::string& name) {
+  Process up = spawn(fabemu_argv({"up", scenario, "--lab", name, "-q"}));
+  const std::string journal = run_dir(name) + "/journal";
+  const auto deadline = Clock::now() + 60s;
+  while (!std::filesystem::exists(journal)) {
+    if (Clock::now() > deadline) {
+      ADD_FAILURE() << "no journal at " << journal;
+      break;
+    }
+    std::this_thread::sleep_for(100us);
+  }
+  return up;
+}
+
 TEST_P(SwitchTest, KillDuringUpThenDownLeavesNothing) {
   // 128 hosts and 80 switches: up takes long enough to be caught in the middle.
   TempScenario scenario("name: big\nseed: 1\ntopology: {kind: fat-tree, k: 8}\nfabric: {switch: " +
@@ -473,13 +489,9 @@ TEST_P(SwitchTest, KillDuringUpThenDownLeavesNothing) {
     const std::string name = lab_name("k" + std::to_string(i));
     const Snapshot before = Snapshot::take(name);
     LabGuard lab(name);
-    Process up = spawn(fabemu_argv({"up", scenario.path(), "--lab", name, "-q"}));
+    Process up = start_up_until_journal(scenario.path(), name);
+    ASSERT_FALSE(HasFailure());
     const std::string journal = run_dir(name) + "/journal";
-    const auto deadline = Clock::now() + 10s;
-    while (!std::filesystem::exists(journal)) {
-      ASSERT_LT(Clock::now(), deadline) << "no journal at " << journal;
-      std::this_thread::sleep_for(100us);
-    }
     std::this_thread::sleep_for(std::chrono::milliseconds(delays_ms[i]));
     ::kill(up.pid(), SIGKILL);
     std::optional<int> status = wait_for(up, 5s);
@@ -509,13 +521,8 @@ TEST_F(FabricTest, InterruptedUpLeavesNothingAndExits130) {
     const std::string name = lab_name("c" + std::to_string(delay_ms));
     const Snapshot before = Snapshot::take(name);
     LabGuard lab(name);
-    Process up = spawn(fabemu_argv({"up", scenario.path(), "--lab", name, "-q"}));
-    const std::string journal = run_dir(name) + "/journal";
-    const auto deadline = Clock::now() + 10s;
-    while (!std::filesystem::exists(journal)) {
-      ASSERT_LT(Clock::now(), deadline) << "no journal at " << journal;
-      std::this_thread::sleep_for(100us);
-    }
+    Process up = start_up_until_journal(scenario.path(), name);
+    ASSERT_FALSE(HasFailure());
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     ::kill(up.pid(), sig);
     std::optional<int> status = wait_for(up, 60s);

@@ -158,14 +158,20 @@ TEST_F(LinkModelTest, RateHoldsAcrossTheFabricAndChangesLive) {
     return bps;
   };
   double first = carried("40M");
-  if (std::abs(first - 20e6) > 20e6 * 0.05) {
+  if (first < 20e6 * 0.95) {
     // The VM lane's emulated CPU is descheduled now and then (the kernel's cleanup of earlier
     // tests' namespaces runs beside): one more measurement before judging.
     first = carried("40M");
   }
-  EXPECT_NEAR(first, 20e6, 20e6 * 0.05);
+  // Never above the rate: that is the link model's. Up to it only while the sender keeps the
+  // queue full, which is the sender's CPU: 20.18 Mbit/s here, 17.0-18.8 under TCG (VM lane,
+  // Debian 12's kernel and 7.3), where iperf3 offers 40 Mbit/s in bursts the queue cannot hold.
+  EXPECT_LE(first, 20e6 * 1.05);
+  EXPECT_GE(first, 20e6 * 0.8);
   ASSERT_EQ(link(lab, {"set", "h1>leaf1", "--rate", "8mbit"}).status, 0);
-  EXPECT_NEAR(carried("40M"), 8e6, 8e6 * 0.05);
+  const double second = carried("40M");
+  EXPECT_LE(second, 8e6 * 1.05);
+  EXPECT_GE(second, 8e6 * 0.8);
   // Other links kept their shape; the port kept counting across the change.
   const std::string json = status_json(lab);
   EXPECT_EQ(direction(json, "leaf2>spine1").shape, other_before);
