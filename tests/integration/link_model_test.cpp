@@ -164,14 +164,15 @@ TEST_F(LinkModelTest, RateHoldsAcrossTheFabricAndChangesLive) {
     first = carried("40M");
   }
   // Never above the rate: that is the link model's. Up to it only while the sender keeps the
-  // queue full, which is the sender's CPU: 20.18 Mbit/s here, 17.0-18.8 under TCG (VM lane,
-  // Debian 12's kernel and 7.3), where iperf3 offers 40 Mbit/s in bursts the queue cannot hold.
+  // queue full, which is the sender's CPU: 19.2-20.2 Mbit/s here, 14.2-18.8 under TCG (VM lane,
+  // Debian 12's kernel and 7.3), where iperf3 offers its 40 Mbit/s in bursts the queue cannot
+  // hold. So the lower bound is loose; the change shows in the upper one (8.4 against 14+).
   EXPECT_LE(first, 20e6 * 1.05);
-  EXPECT_GE(first, 20e6 * 0.8);
+  EXPECT_GE(first, 20e6 * 0.6);
   ASSERT_EQ(link(lab, {"set", "h1>leaf1", "--rate", "8mbit"}).status, 0);
   const double second = carried("40M");
   EXPECT_LE(second, 8e6 * 1.05);
-  EXPECT_GE(second, 8e6 * 0.8);
+  EXPECT_GE(second, 8e6 * 0.6);
   // Other links kept their shape; the port kept counting across the change.
   const std::string json = status_json(lab);
   EXPECT_EQ(direction(json, "leaf2>spine1").shape, other_before);
