@@ -63,7 +63,11 @@ TEST_F(DilationTest, ADilatedLinkCarriesItsRealRateOverTheFactorAndSaysSoInRealU
         w / 1e6, w * 4000 / 1e9);
     wall = std::max(wall, w);
   }
-  EXPECT_NEAR(wall * 4000, 100e9, 0.03 * 100e9);
+  // Never above the real rate (the link model's, in dilated units); up to it while the sender
+  // keeps the queue full, which is the machine's CPU: 97.7-99.5 Gbit/s on a quiet run here,
+  // 85-92 in runs beside other work (2026-12-03). Without dilation it would read 25 Mbit/s.
+  EXPECT_LE(wall * 4000, 103e9);
+  EXPECT_GE(wall * 4000, 80e9);
   // status: the real shape, the port's beside it.
   Json s = status(lab);
   EXPECT_EQ(s["time_scale"], 4000);
