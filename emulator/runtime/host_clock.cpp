@@ -7,31 +7,33 @@
 
 namespace fabemu {
 
+namespace {
+
+// The first of `paths` that exists; empty when none does.
+std::string first_existing(const std::vector<std::string>& paths) {
+  for (const std::string& p : paths)
+    if (path_exists(p)) return p;
+  return {};
+}
+
+}  // namespace
+
 Result<ClockLibraries> find_clock_libraries(const std::string& fabemu_exe,
                                             const std::vector<std::string>& faketime_dirs) {
   ClockLibraries libs;
-  for (const std::string& dir : faketime_dirs) {
-    // The single-threaded build: libfaketimeMT serialises every clock read through one mutex
-    // (bench/fabric_clock.py measures the cost), for state that a fixed FAKETIME never changes.
-    const std::string lib = dir + "/libfaketime.so.1";
-    if (path_exists(lib)) {
-      libs.faketime = lib;
-      break;
-    }
-  }
+  // The single-threaded build: libfaketimeMT serialises every clock read through one mutex
+  // (bench/fabric_clock.py measures the cost), for state that a fixed FAKETIME never changes.
+  std::vector<std::string> faketime;
+  for (const std::string& dir : faketime_dirs) faketime.push_back(dir + "/libfaketime.so.1");
+  libs.faketime = first_existing(faketime);
   if (libs.faketime.empty())
     return make_error(
         "hosts.clock: fabric needs libfaketime, which this machine lacks: install the "
         "libfaketime package (apt-get install libfaketime)",
         EOPNOTSUPP);
   const std::string dir = fabemu_exe.substr(0, fabemu_exe.rfind('/') + 1);
-  for (const std::string& lib :
-       {dir + "clock/libfabemu-clockwait.so", dir + "../lib/fabemu/libfabemu-clockwait.so"}) {
-    if (path_exists(lib)) {
-      libs.clockwait = lib;
-      break;
-    }
-  }
+  libs.clockwait = first_existing(
+      {dir + "clock/libfabemu-clockwait.so", dir + "../lib/fabemu/libfabemu-clockwait.so"});
   if (libs.clockwait.empty())
     return make_error(
         "hosts.clock: fabric needs fabemu's libfabemu-clockwait.so, which is "
