@@ -345,7 +345,7 @@ int cluster_status(const std::string& lab, bool json, const StatusView& view, co
     }
     parts.push_back(std::move(asked.json[k]));
   }
-  const Json merged = merge_status_json(parts);
+  const Json merged = session::merge_status(parts);
   show_status(merged, json, view);
   return merged.value("state", "") == "up" ? kExitOk : kExitFailed;
 }

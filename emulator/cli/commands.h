@@ -139,9 +139,7 @@ int cluster_exec(const std::string& target, bool all, bool no_tag,
                  const std::vector<std::string>& argv, const std::string& clock,
                  const std::string& on, const LabPaths& base);
 int cluster_link_set(const LinkSetArgs& args, const LabPaths& base);
-// `status --json` of every machine of a lab across machines merged into one object (each node,
-// link end and direction from the machine that has it); rendered as `status` renders one.
-Json merge_status_json(const std::vector<Json>& parts);
+// A status object (session::status_json, or merged) rendered as text.
 void print_status_json(const Json& status);
 // A status object (one machine's or merged) as `status` prints it: filtered by `view`, with
 // "summary" (by tier and link class) added; as JSON or as text.

@@ -105,7 +105,11 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
                        {"output", e.output}});
       if (e.status != 0 && code == 0) code = e.status;
     }
-    std::printf("%s\n", json_text({{"lab", paths.lab}, {"hosts", hosts}}).c_str());
+    std::printf("%s\n", json_text({{"schema", kJsonSchemaVersion},
+                                   {"command", "exec"},
+                                   {"lab", paths.lab},
+                                   {"hosts", hosts}})
+                            .c_str());
     return code;
   }
   for (const auto& e : *exits)

@@ -33,7 +33,7 @@ void print_table(const Json& predictions) {
   }
   std::printf(
       "busbw in GB/s of the real fabric (nccl-tests' conventions) at each size; '-' where no link "
-      "on the paths has a rate. --json: the raw model, as fabemu-collective --predict reads it\n");
+      "on the paths has a rate. --json: the model, as fabemu-collective --predict reads it\n");
 }
 
 }  // namespace
@@ -48,12 +48,19 @@ int cmd_predict(const std::string& lab, const std::string& transport, bool json,
   paths.lab = lab;
   auto model = lab_model(paths);
   if (!model) return lab_error(model.error());
-  const std::string text = live_predictions(*model, paths, transport);
+  const Json predictions = Json::parse(live_predictions(*model, paths, transport));
   if (json) {
-    std::printf("%s\n", text.c_str());
+    // The collectives' models at the top level beside the header: fabemu-collective --predict
+    // reads the object as it is (it skips keys that name no collective).
+    Json out = {{"schema", kJsonSchemaVersion},
+                {"command", "predict"},
+                {"lab", lab},
+                {"transport", transport}};
+    out.update(predictions);
+    std::printf("%s\n", json_text(out).c_str());
     return kExitOk;
   }
-  print_table(Json::parse(text));
+  print_table(predictions);
   return kExitOk;
 }
 

@@ -15,159 +15,6 @@
 namespace fabemu::cli {
 namespace {
 
-using session::shape_json;
-
-// Shapes and queue delays in the real fabric's units; a dilated lab's port values beside them.
-Json direction_json(const DirectionState& d, const TimeScale& t) {
-  const LinkCounters& c = d.counters;
-  auto real = [&](uint64_t wall_ns) { return static_cast<uint64_t>(t.real_ns(double(wall_ns))); };
-  Json j = {{"direction", d.name},
-            {"shaped", d.shaped},
-            {"shape", shape_json(d.shape)},
-            {"counters",
-             {{"packets", c.packets},
-              {"bytes", c.bytes},
-              {"drop_loss", c.drop_loss},
-              {"drop_queue", c.drop_queue},
-              {"drop_down", c.drop_down},
-              {"ce_marks", c.ce_marks},
-              {"lossless_packets", c.lossless_packets},
-              {"pause_ns", real(c.pause_ns)},
-              {"pause_events", c.pause_events},
-              {"drop_watchdog", c.drop_watchdog},
-              {"lossless_drops", c.lossless_drops},
-              {"corrupted", c.corrupted},
-              {"duplicated", c.duplicated},
-              {"queue_delay_p50_ns", real(queue_delay_quantile(c, 0.5))},
-              {"queue_delay_p99_ns", real(queue_delay_quantile(c, 0.99))},
-              {"queue_delay_hist", c.queue_delay_hist}}}};
-  if (t.dilated()) {
-    j["wall_shape"] = shape_json(d.wall_shape);
-    j["counters"]["wall_queue_delay_p99_ns"] = queue_delay_quantile(c, 0.99);
-  }
-  return j;
-}
-
-Json link_model_json(const LabStatus& s) {
-  if (!s.link_model) return {{"mode", "unavailable"}, {"reason", s.link_model_error}};
-  Json j = {{"mode", shaping_mode_name(s.link_model->mode)}};
-  if (!s.link_model->mode.fq) j["reason"] = s.link_model->mode.no_fq_reason;
-  // queue_delay_hist[i] counts waits below this many ns (the last bucket: everything else).
-  Json upper = Json::array();
-  for (int i = 0; i < FABEMU_HIST_BUCKETS; ++i)
-    upper.push_back(uint64_t{1} << (FABEMU_HIST_SHIFT + i));
-  j["queue_delay_hist_upper_ns"] = upper;
-  return j;
-}
-
-Json rdma_json(const LabStatus& s) {
-  const LabModel& m = s.model;
-  if (!m.rdma.rxe) return {{"mode", "off"}, {"reason", m.rdma.why_not}};
-  Json devices = Json::array();
-  for (int h : m.topo.hosts()) {
-    const std::string& host = m.topo.nodes[h].name;
-    const auto it = s.rdma.find(host);
-    if (it == s.rdma.end()) continue;  // another machine's
-    const RdmaDeviceState& d = it->second;
-    Json j = {
-        {"host", host}, {"rank", m.topo.nodes[h].rank}, {"device", d.name}, {"present", d.present}};
-    j["nic"] = host_nic(m.topo, h);
-    if (d.present) {
-      j.update({{"netdev", d.netdev},
-                {"state", d.state},
-                {"phys_state", d.phys_state},
-                {"gid1", d.gid1},
-                {"gid1_type", d.gid1_type},
-                {"hw_counters", d.hw_counters},
-                {"counters", d.counters}});
-    }
-    devices.push_back(std::move(j));
-  }
-  return {{"mode", "rxe"}, {"gid_index", 1}, {"devices", devices}};
-}
-
-Json end_json(const LabStatus& s, size_t l, const LinkEnd& e) {
-  const LabModel& m = s.model;
-  Json j = {{"node", m.topo.nodes[e.node].name},
-            {"ifname", e.ifname},
-            {"namespace", node_ns(m, s.paths, e.node)},
-            {"address", m.addresses.address_of(m.topo, static_cast<int>(l), e.node).str()}};
-  const InterfaceState* i = s.interface(e.node, e.ifname);
-  if (!i) {
-    j["up"] = false;
-    return j;
-  }
-  j.update({{"up", i->up && i->running},
-            {"tx_packets", i->tx_packets},
-            {"tx_bytes", i->tx_bytes},
-            {"rx_packets", i->rx_packets},
-            {"rx_bytes", i->rx_bytes},
-            {"tx_dropped", i->tx_dropped},
-            {"rx_dropped", i->rx_dropped}});
-  return j;
-}
-
-Json status_json(const LabStatus& s) {
-  const LabModel& m = s.model;
-  const Topology& t = m.topo;
-  Json j = {{"lab", s.paths.lab},
-            {"state", s.state},
-            {"scenario", s.journal.scenario_file},
-            {"pool", m.addresses.pool.str()},
-            {"time_scale", m.time_scale.factor}};
-  if (m.time_scale.dilated()) j["time_scale_why"] = m.time_scale_why;
-  if (m.part) {
-    // A lab across machines: this machine's view (its nodes present, the others' not);
-    // `status --on` merges every machine's.
-    j["machine"] = m.part->machines.at(m.part->index);
-    j["machines"] = m.part->machines;
-  }
-  if (ovs_switches(m)) {
-    Json sw = {{"kind", "ovs"}, {"datapath", m.ovs.kernel ? "kernel" : "userspace"}};
-    if (!m.ovs.kernel) sw["reason"] = m.ovs.why_userspace;
-    sw["namespace"] = s.paths.ns_name(kOvsNamespaceNode);
-    sw["run_dir"] = s.paths.ovs_dir();
-    j["switches"] = sw;
-  } else {
-    j["switches"] = {{"kind", "router"}};
-  }
-  j["link_model"] = link_model_json(s);
-  Json nodes = Json::array();
-  for (size_t n = 0; n < t.nodes.size(); ++n) {
-    const Node& node = t.nodes[n];
-    const bool host = node.role == Role::Host;
-    Json o = {{"name", node.name},
-              {"role", host ? "host" : "switch"},
-              {"tier", node.tier},
-              {"namespace", node_ns(m, s.paths, static_cast<int>(n))}};
-    if (host)
-      o.update({{"rank", node.rank}, {"address", m.addresses.host_address(t, n).str()}});
-    else
-      o["loopback"] = m.addresses.loopback[n]->str();
-    if (m.part) o["machine"] = m.part->machines.at(m.part->placement.machine_of[n]);
-    o["present"] = !s.interfaces[n].empty();
-    nodes.push_back(std::move(o));
-  }
-  j["nodes"] = nodes;
-  Json links = Json::array();
-  for (size_t l = 0; l < t.links.size(); ++l) {
-    const Link& link = t.links[l];
-    Json o = {{"name", link_name(t, link)},
-              {"class", link.cls},
-              {"a", end_json(s, l, link.a)},
-              {"b", end_json(s, l, link.b)},
-              {"scenario_a_to_b", shape_json(link.a_to_b)},
-              {"scenario_b_to_a", shape_json(link.b_to_a)}};
-    for (bool back : {false, true})
-      if (const DirectionState* d = s.direction(l, back))
-        o[back ? "b_to_a" : "a_to_b"] = direction_json(*d, m.time_scale);
-    links.push_back(std::move(o));
-  }
-  j["links"] = links;
-  j["rdma"] = rdma_json(s);
-  return j;
-}
-
 // Everything below renders the JSON object, so that one machine's status and the merged
 // status of a lab across machines print alike.
 
@@ -591,65 +438,17 @@ void show_status(Json j, bool json, const StatusView& view) {
   print_status_json(j);
 }
 
-Json merge_status_json(const std::vector<Json>& parts) {
-  Json out = parts.at(0);
-  // Whose is what: each node, each link end and each direction belongs to one machine.
-  std::map<std::string, size_t> part_of;
-  for (size_t k = 0; k < parts.size(); ++k) part_of[parts[k].value("machine", "")] = k;
-  auto owner = [&](const Json& node) -> const Json& {
-    auto it = part_of.find(node.value("machine", ""));
-    return parts[it == part_of.end() ? 0 : it->second];
-  };
-  out.erase("machine");
-  Json nodes = Json::array();
-  std::map<std::string, std::string> machine_of;
-  for (size_t n = 0; n < out["nodes"].size(); ++n) {
-    const Json& mine = owner(out["nodes"][n])["nodes"][n];
-    machine_of[mine.value("name", "")] = mine.value("machine", "");
-    nodes.push_back(mine);
-  }
-  out["nodes"] = nodes;
-  for (size_t l = 0; l < out["links"].size(); ++l) {
-    Json& link = out["links"][l];
-    for (const auto& [end, dir] : {std::pair{"a", "a_to_b"}, std::pair{"b", "b_to_a"}}) {
-      const Json node = {{"machine", machine_of[link[end].value("node", "")]}};
-      const Json& from = owner(node)["links"][l];
-      link[end] = from[end];
-      if (from.contains(dir))
-        link[dir] = from[dir];
-      else
-        link.erase(dir);
-    }
-  }
-  Json devices = Json::array();
-  std::vector<std::string> states;
-  for (const Json& p : parts) {
-    if (p["rdma"].contains("devices"))
-      for (const Json& d : p["rdma"]["devices"]) devices.push_back(d);
-    if (p.value("state", "") != "up")
-      states.push_back(p.value("machine", "") + ": " + p.value("state", ""));
-    if (p["link_model"].value("mode", "") == "unavailable") out["link_model"] = p["link_model"];
-  }
-  std::sort(devices.begin(), devices.end(),
-            [](const Json& a, const Json& b) { return a.value("rank", 0) < b.value("rank", 0); });
-  if (out["rdma"].contains("devices")) out["rdma"]["devices"] = devices;
-  std::string state = "up";
-  for (const std::string& s : states) state = (state == "up" ? "" : state + ", ") + s;
-  out["state"] = state;
-  return out;
-}
-
 namespace {
 
 int list_labs_status(const LabPaths& base, bool json) {
-  Json list = Json::array();
-  for (const LabListing& l : list_lab_states(base)) {
-    if (json)
-      list.push_back({{"lab", l.lab}, {"state", l.state}, {"scenario", l.scenario}});
-    else
-      std::printf("%-12s %-20s %s\n", l.lab.c_str(), l.state.c_str(), l.scenario.c_str());
+  const Json list = session::lab_list_json(base);
+  if (json) {
+    std::printf("%s\n", json_text(list).c_str());
+    return kExitOk;
   }
-  if (json) std::printf("%s\n", json_text(list).c_str());
+  for (const Json& l : list["labs"])
+    std::printf("%-12s %-20s %s\n", l.value("lab", "").c_str(), l.value("state", "").c_str(),
+                l.value("scenario", "").c_str());
   return kExitOk;
 }
 
@@ -662,7 +461,7 @@ int cmd_status(const std::string& lab, bool json, const StatusView& view, const 
   paths.lab = lab;
   auto status = read_lab_status(paths);
   if (!status) return lab_error(status.error());
-  show_status(status_json(*status), json, view);
+  show_status(session::status_json(*status), json, view);
   return status->missing.empty() ? kExitOk : kExitFailed;
 }
 

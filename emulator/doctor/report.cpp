@@ -62,8 +62,10 @@ std::string doctor_json(const KernelInfo& kernel, const std::vector<FeatureProbe
                         {"status", to_string(p.status)},
                         {"detail", p.detail},
                         {"cost", p.cost}});
-  return json_text(
-      {{"kernel", {{"release", kernel.release}, {"root", kernel.root}}}, {"features", features}});
+  return json_text({{"schema", kJsonSchemaVersion},
+                    {"command", "doctor"},
+                    {"kernel", {{"release", kernel.release}, {"root", kernel.root}}},
+                    {"features", features}});
 }
 
 }  // namespace fabemu

@@ -14,15 +14,15 @@
 #include "apply/lab.h"
 #include "apply/link_control.h"
 #include "plan/lab_paths.h"
+#include "runtime/lab_status.h"
 #include "scenario/scenario.h"
 #include "util/json.h"
 #include "util/result.h"
 
 namespace fabemu::session {
 
-// The version of every result's JSON (`"schema": 1`): bumped when a field changes meaning or
-// goes; new fields do not bump it.
-inline constexpr int kSchemaVersion = 1;
+// The version of every result's JSON (util/json.h).
+inline constexpr int kSchemaVersion = kJsonSchemaVersion;
 
 // What kind of failure an error is, by its errno: what the CLI turns into exit codes.
 enum class Failure {
@@ -156,5 +156,17 @@ Result<LinkOutcome> change_link(const LinkRequest& req, const LabPaths& base);
 
 // A link shape as JSON, in the real fabric's units (status, link).
 Json shape_json(const LinkShape& s);
+
+// ---- status ---------------------------------------------------------------------------------
+
+// A lab's state as `status --json` prints it: nodes, links with each direction's shape and
+// counters (real-fabric units), the link model, rdma devices. A lab across machines: this
+// machine's view (its nodes present, the others' not).
+Json status_json(const LabStatus& s);
+// The views of every machine of a lab across machines as one: each node, link end, direction
+// and device from the machine that holds it.
+Json merge_status(const std::vector<Json>& parts);
+// The labs on this machine: {"labs": [{"lab", "state", "scenario"}, ...]}.
+Json lab_list_json(const LabPaths& base);
 
 }  // namespace fabemu::session

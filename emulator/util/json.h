@@ -10,6 +10,10 @@ namespace fabemu {
 
 using Json = nlohmann::ordered_json;
 
+// The version of every command's `--json` layout (`"schema": 1`, docs/json.md): bumped when a
+// field changes meaning or goes; new fields do not bump it.
+inline constexpr int kJsonSchemaVersion = 1;
+
 // One line of JSON; bytes that are not UTF-8 (a path, a kernel message) become U+FFFD instead
 // of an exception.
 inline std::string json_text(const Json& j) {

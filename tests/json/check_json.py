@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """Each command's --json against its schema in docs/schema (docs/json.md), as root on a small lab:
-up, link set/down/up, down (also of a lab that is not there). Prints each command and its verdict;
-exits 1 on the first output that does not validate, 77 (ctest's skip) when not root."""
+doctor, up, status (the list, the lab, one node), exec --all, predict, link set/down/up, down (also
+of a lab that is not there). Prints each command and its verdict; exits 1 on the first output that
+does not validate, 77 (ctest's skip) when not root."""
+import glob
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import uuid
+import warnings
 
 import jsonschema
 
@@ -21,16 +24,32 @@ rdma: {enabled: off}
 """
 
 
+def load_schemas():
+    """Every schema by its $id: one may refer to another's definitions (status to link's shape)."""
+    store = {}
+    for path in glob.glob(os.path.join(SCHEMAS, "*.schema.json")):
+        with open(path) as f:
+            schema = json.load(f)
+        store[schema["$id"]] = schema
+    return store
+
+
+STORE = load_schemas()
+
+
 def validator(command):
-    with open(os.path.join(SCHEMAS, f"{command}.schema.json")) as f:
-        schema = json.load(f)
+    schema = STORE[f"https://fabemu.invalid/schema/{command}.schema.json"]
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema)
+    # RefResolver: what Debian 12's python3-jsonschema (4.10) has; newer ones warn about it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        resolver = jsonschema.RefResolver.from_schema(schema, store=STORE)
+    return cls(schema, resolver=resolver)
 
 
-def check(command, args, expect_rc=0):
-    argv = [FABEMU, *args, "--json"]
+def check(command, args, expect_rc=0, before=()):
+    argv = [FABEMU, *args, "--json", *before]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     print("$", " ".join(args), "--json ->", r.returncode)
     if r.returncode != expect_rc:
@@ -58,8 +77,20 @@ def main():
         with open(path, "w") as f:
             f.write(SCENARIO)
         try:
+            doctor = check("doctor", ["doctor"])
+            assert any(f["id"] == "netns" and f["status"] == "yes" for f in doctor["features"])
             up = check("up", ["up", path, "--lab", lab])
             assert up["lab"] == lab and up["hosts"] == 4, up
+            labs = check("status", ["status"])
+            assert lab in [l["lab"] for l in labs["labs"]], labs
+            st = check("status", ["status", lab])
+            assert len(st["nodes"]) == 8 and len(st["links"]) == 8, st
+            one = check("status", ["status", lab, "--node", "h1"])
+            assert [n["name"] for n in one["nodes"]] == ["h1"], one
+            ex = check("exec", ["exec", lab, "--all"], before=["--", "sh", "-c", "echo $RANK"])
+            assert [h["output"] for h in ex["hosts"]] == ["0\n", "1\n", "2\n", "3\n"], ex
+            pr = check("predict", ["predict", lab])
+            assert pr["allreduce"]["seconds_per_byte"] > 0, pr
             s = check("link", ["link", "set", lab, "h1:leaf1", "--rate", "10mbit", "--delay",
                                "0", "--loss", "1%"])
             assert [c["after"]["rate_bps"] for c in s["changes"]] == [10_000_000] * 2, s
