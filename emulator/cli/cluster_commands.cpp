@@ -519,7 +519,9 @@ int cluster_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   } else if (code != kExitOk && !m.scenario.workload.empty()) {
     std::printf("workload not run: the fabric failed its reachability check\n");
   }
-  code = std::max(code, finish_run(m, report, run));
+  code = std::max(
+      code, finish_run(m, report,
+                       run.report_dir.empty() ? default_report_dir(report.lab) : run.report_dir));
   if (run.keep) {
     std::printf("lab %s left up (--keep); `fabemu down %s --on %s` removes it\n", r.lab.c_str(),
                 r.lab.c_str(), r.launcher.c_str());

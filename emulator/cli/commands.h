@@ -45,6 +45,20 @@ int exit_code(session::Failure f);
 int report_error(const Error& e);
 void print_json(const Json& j);
 
+// While one lives, what is written to stdout (this process's and its children's) goes to stderr:
+// a command whose --json is its only stdout still shows its progress. restore() ends it early.
+class StdoutToStderr {
+ public:
+  StdoutToStderr();
+  ~StdoutToStderr() { restore(); }
+  StdoutToStderr(const StdoutToStderr&) = delete;
+  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
+  void restore();
+
+ private:
+  int saved_ = -1;
+};
+
 // Progress on a terminal's stderr (none when quiet or not a terminal); remarks unless quiet.
 class TerminalObserver : public session::Observer {
  public:
@@ -113,11 +127,11 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
              const std::vector<std::string>& argv, const std::string& clock, const LabPaths& base);
 int cmd_doctor(bool json, bool calibrate, const std::string& run_root);
 // `host crash|restart|freeze|thaw LAB HOST`
-int cmd_host(const std::string& action, const std::string& lab, const std::string& host,
-             const LabPaths& base);
+int cmd_host(const session::HostRequest& req, bool json, const LabPaths& base);
 struct RunArgs {
   bool keep = false;       // leave the lab up
   std::string report_dir;  // default: fabemu-reports/LAB-DATE-TIME
+  bool json = false;       // the result as one object on stdout; the run's text on stderr
 };
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base);
 // Where `run` writes its report unless --report says: fabemu-reports/LAB-DATE-TIME.
@@ -184,7 +198,7 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
                    std::chrono::steady_clock::time_point t0, RunReport& report, bool live);
 void print_step(const LabModel& m, const StepReport& s);
 // Faults, busiest links, expectations, the report files; the exit code.
-int finish_run(const LabModel& m, RunReport& report, const RunArgs& run);
+int finish_run(const LabModel& m, RunReport& report, const std::string& report_dir);
 void print_error(const std::string& message);
 // A lab's model could not be read: says why; returns kExitNoLab when there is no such lab.
 int lab_error(const Error& e);

@@ -166,7 +166,8 @@ int main(int argc, char** argv) {
                      "On a policer lab (no fq), set the rest even though delay/jitter are not "
                      "added");
 
-  std::string host_lab, host_name, host_action;
+  session::HostRequest host;
+  bool host_json = false;
   auto* host_cmd = app.add_subcommand("host", "Host faults on a running lab, by hand");
   host_cmd->require_subcommand(1);
   std::vector<CLI::App*> host_actions = {
@@ -175,9 +176,10 @@ int main(int argc, char** argv) {
       host_cmd->add_subcommand("freeze", "Stop every task of the host (cgroup freezer)"),
       host_cmd->add_subcommand("thaw", "Let a frozen host run again")};
   for (auto* c : host_actions) {
-    c->add_option("lab", host_lab, "Lab name")->required();
-    c->add_option("host", host_name, "Host name, e.g. h3")->required();
-    c->callback([c, &host_action] { host_action = c->get_name(); });
+    c->add_option("lab", host.lab, "Lab name")->required();
+    c->add_option("host", host.host, "Host name, e.g. h3")->required();
+    c->add_flag("--json", host_json, "The result as one JSON object (docs/json.md)");
+    c->callback([c, &host] { host.action = c->get_name(); });
   }
 
   cli::PerfArgs perf;
@@ -243,6 +245,12 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--vm", run_vm, vm_help + "; the report comes back to this machine")
       ->excludes("--on")
       ->excludes("--keep");
+  run_cmd
+      ->add_flag("--json", run_opts.json,
+                 "The result as one JSON object on stdout (docs/json.md): the report's records "
+                 "but the telemetry samples; the run's text goes to stderr")
+      ->excludes("--on")
+      ->excludes("--vm");
 
   // What a launcher starts on each machine of a lab across machines (not for users).
   cli::AgentArgs agent;
@@ -321,7 +329,7 @@ int main(int argc, char** argv) {
     return cli::cmd_predict(predict_lab, predict_transport, predict_json, base);
   if (!perf.extra.empty() && perf.extra.front() == "--") perf.extra.erase(perf.extra.begin());
   if (perf_cmd->parsed()) return cli::cmd_perf(perf, base);
-  if (host_cmd->parsed()) return cli::cmd_host(host_action, host_lab, host_name, base);
+  if (host_cmd->parsed()) return cli::cmd_host(host, host_json, base);
   if (reorder || no_reorder) link.reorder = reorder;
   if (link_down->parsed()) link.down = true;
   if (link_up->parsed()) link.down = false;

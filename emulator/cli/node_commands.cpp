@@ -174,22 +174,13 @@ int cmd_rsh(const std::vector<std::string>& args) {
   return 127;
 }
 
-int cmd_host(const std::string& action, const std::string& lab, const std::string& host,
-             const LabPaths& base) {
-  if (!require_root("host")) return kExitNeedsRoot;
-  LabPaths paths = base;
-  paths.lab = lab;
-  auto model = lab_model(paths);
-  if (!model) return lab_error(model.error());
-  Result<std::string> done = action == "crash" ? crash_host(*model, paths, host)
-                             : action == "restart"
-                                 ? restart_host(*model, paths, host)
-                                 : freeze_host(*model, paths, host, action == "freeze");
-  if (!done) {
-    print_error("host " + action + ": " + done.error().what());
-    return errno_of(done.error()) == ENOENT ? kExitBadInput : kExitFailed;
-  }
-  std::printf("%s %s: %s\n", lab.c_str(), host.c_str(), done->c_str());
+int cmd_host(const session::HostRequest& req, bool json, const LabPaths& base) {
+  auto done = session::host_fault(req, base);
+  if (!done) return report_error(done.error());
+  if (json)
+    print_json(done->to_json());
+  else
+    std::printf("%s %s: %s\n", req.lab.c_str(), req.host.c_str(), done->detail.c_str());
   return kExitOk;
 }
 

@@ -34,6 +34,20 @@ void print_json(const Json& j) {
   std::printf("%s\n", j.dump().c_str());
 }
 
+StdoutToStderr::StdoutToStderr() {
+  std::fflush(stdout);
+  saved_ = ::dup(STDOUT_FILENO);
+  if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+}
+
+void StdoutToStderr::restore() {
+  if (saved_ < 0) return;
+  std::fflush(stdout);
+  ::dup2(saved_, STDOUT_FILENO);
+  ::close(saved_);
+  saved_ = -1;
+}
+
 TerminalObserver::TerminalObserver(bool quiet)
     : quiet_(quiet), tty_(!quiet && ::isatty(STDERR_FILENO)) {}
 

@@ -210,7 +210,7 @@ bool print_reachability(const LabModel& m, const ReachabilityReport& reach, doub
   return reach.answered() == total;
 }
 
-int finish_run(const LabModel& m, RunReport& report, const RunArgs& run) {
+int finish_run(const LabModel& m, RunReport& report, const std::string& dir) {
   int code = kExitOk;
   print_faults(m, report);
   print_links(m, report);
@@ -219,7 +219,6 @@ int finish_run(const LabModel& m, RunReport& report, const RunArgs& run) {
     std::printf("expect %s: %s\n", e.ok ? "ok" : "FAILED", e.what.c_str());
     if (!e.ok) code = kExitFailed;
   }
-  const std::string dir = run.report_dir.empty() ? default_report_dir(report.lab) : run.report_dir;
   if (auto w = write_report(m, report, dir); !w) {
     print_error("writing the report: " + w.error().what());
     code = kExitFailed;
@@ -229,7 +228,28 @@ int finish_run(const LabModel& m, RunReport& report, const RunArgs& run) {
   return code;
 }
 
+namespace {
+
+// `run --json`: the run's records (report.jsonl's but the telemetry samples, which stay there).
+Json run_json(const LabModel& m, const RunReport& report, const std::string& dir, bool kept,
+              int code) {
+  Json records = Json::array();
+  for (Json& j : report_records(m, report))
+    if (j.value("type", "") != "sample") records.push_back(std::move(j));
+  return {{"schema", session::kSchemaVersion},
+          {"command", "run"},
+          {"lab", report.lab},
+          {"ok", code == kExitOk},
+          {"report_dir", dir},
+          {"kept", kept},
+          {"records", records}};
+}
+
+}  // namespace
+
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
+  std::optional<StdoutToStderr> text_to_stderr;
+  if (run.json) text_to_stderr.emplace();
   std::optional<UpResult> up;
   LabPaths paths;
   int code = bring_up(args, base, up, paths);
@@ -264,15 +284,20 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
                     ? "not played: faults are timed from the workload's start, and there is none"
                     : "not played: the workload did not run";
   }
-  code = std::max(code, finish_run(m, report, run));
+  const std::string dir = run.report_dir.empty() ? default_report_dir(report.lab) : run.report_dir;
+  code = std::max(code, finish_run(m, report, dir));
 
   if (run.keep) {
     std::printf("lab %s left up (--keep); `fabemu down %s` removes it\n", paths.lab.c_str(),
                 paths.lab.c_str());
-    return code;
+  } else if (const int down = cmd_down({paths.lab}, false, base); down != kExitOk) {
+    code = down;
   }
-  const int down = cmd_down({paths.lab}, false, base);
-  return down != kExitOk ? down : code;
+  if (text_to_stderr) {
+    text_to_stderr->restore();
+    print_json(run_json(m, report, dir, run.keep, code));
+  }
+  return code;
 }
 
 }  // namespace fabemu::cli

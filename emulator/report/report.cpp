@@ -118,10 +118,10 @@ std::vector<ExpectResult> check_expectations(const Expectations& e, const RunRep
   return out;
 }
 
-std::string report_json_lines(const LabModel& m, const RunReport& r) {
+std::vector<Json> report_records(const LabModel& m, const RunReport& r) {
   const Topology& t = m.topo;
-  std::string out;
-  auto line = [&](const Json& j) { out += json_text(j) + "\n"; };
+  std::vector<Json> out;
+  auto line = [&](Json j) { out.push_back(std::move(j)); };
   auto or_null = [](bool has, double v) { return has ? Json(v) : Json(nullptr); };
   // The link model's mode as `status --json` names it; delay_added false: the scenario's delays
   // and jitter were not applied (no fq), so every time measured lacks them.
@@ -230,6 +230,12 @@ std::string report_json_lines(const LabModel& m, const RunReport& r) {
   }
   for (const ExpectResult& e : r.expectations)
     line({{"type", "expect"}, {"what", e.what}, {"ok", e.ok}});
+  return out;
+}
+
+std::string report_json_lines(const LabModel& m, const RunReport& r) {
+  std::string out;
+  for (const Json& j : report_records(m, r)) out += json_text(j) + "\n";
   return out;
 }
 

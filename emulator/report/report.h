@@ -11,6 +11,7 @@
 #include "runtime/faults.h"
 #include "runtime/telemetry.h"
 #include "runtime/workload.h"
+#include "util/json.h"
 
 namespace fabemu {
 
@@ -123,6 +124,9 @@ struct SamplerBound {
 };
 SamplerBound sampler_bound(const LabModel& m, const RunReport& r);
 
+// The run as records, each with its "type": run (the header), step, result, flow, fault,
+// sample, expect; report.jsonl holds one per line, `run --json` all but the samples.
+std::vector<Json> report_records(const LabModel& m, const RunReport& r);
 std::string report_json_lines(const LabModel& m, const RunReport& r);
 std::string report_html(const LabModel& m, const RunReport& r);
 

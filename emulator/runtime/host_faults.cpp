@@ -20,7 +20,7 @@ constexpr uint32_t kPartitionRulePrio = 1000;
 Result<int> host_id(const LabModel& m, const std::string& host) {
   const int id = m.topo.find(host);
   if (id < 0 || m.topo.nodes[id].role != Role::Host)
-    return make_error("lab " + m.scenario.name + " has no host named '" + host + "'", ENOENT);
+    return make_error("the lab has no host named '" + host + "'", ENOENT);
   if (!local_node(m, id)) return make_error(host + " is on another machine", EREMOTE);
   return id;
 }

@@ -61,6 +61,13 @@ Result<void> need_root(const char* command) {
       Failure::NeedsRoot);
 }
 
+Result<LabModel> open_lab(const LabPaths& paths) {
+  auto model = lab_model(paths);
+  if (!model && errno_of(model.error()) == ENOENT)
+    return with_failure(model.error(), Failure::NoLab);
+  return model;
+}
+
 InterruptGuard::InterruptGuard() {
   if (g_guarded.exchange(true)) throw std::logic_error("one InterruptGuard per process");
   g_signal.store(0);

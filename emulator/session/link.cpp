@@ -40,10 +40,8 @@ Result<LinkOutcome> change_link(const LinkRequest& req, const LabPaths& base) {
   FABEMU_TRY(need_root("link"));
   LabPaths paths = base;
   paths.lab = req.lab;
-  auto model = lab_model(paths);
-  if (!model)
-    return errno_of(model.error()) == ENOENT ? with_failure(model.error(), Failure::NoLab)
-                                             : model.error();
+  auto model = open_lab(paths);
+  if (!model) return model.error();
   // Again with the lab's MTU: a byte queue must hold one full-size packet.
   auto change = link_change(req, model->scenario.fabric.mtu);
   if (!change) return change.error();

@@ -40,6 +40,9 @@ Error with_failure(Error e, Failure kind);
 // Fails with NeedsRoot, naming the command, unless this process is root.
 Result<void> need_root(const char* command);
 
+// A running lab's model from its journal; NoLab when there is no such lab.
+Result<LabModel> open_lab(const LabPaths& paths);
+
 // Progress and remarks while a call works. The default ignores everything.
 class Observer {
  public:
@@ -156,6 +159,21 @@ Result<LinkOutcome> change_link(const LinkRequest& req, const LabPaths& base);
 
 // A link shape as JSON, in the real fabric's units (status, link).
 Json shape_json(const LinkShape& s);
+
+// ---- host faults by hand ------------------------------------------------------------------
+
+struct HostRequest {
+  std::string lab, host;
+  std::string action;  // crash, restart, freeze or thaw
+};
+
+struct HostOutcome {
+  std::string lab, host, action;
+  std::string detail;  // what was done (processes killed, links downed, tasks frozen)
+  Json to_json() const;
+};
+
+Result<HostOutcome> host_fault(const HostRequest& req, const LabPaths& base);
 
 // ---- status ---------------------------------------------------------------------------------
 

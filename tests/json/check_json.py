@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Each command's --json against its schema in docs/schema (docs/json.md), as root on a small lab:
-doctor, up, status (the list, the lab, one node), exec --all, predict, link set/down/up, down (also
-of a lab that is not there). Prints each command and its verdict; exits 1 on the first output that
+doctor, up, status (the list, the lab, one node), exec --all, predict, host crash/restart, link
+set/down/up, down (also of a lab that is not there), run (and its report.jsonl's records). Prints each command and its verdict; exits 1 on the first output that
 does not validate, 77 (ctest's skip) when not root."""
 import glob
 import json
@@ -23,6 +23,17 @@ links: {default: {rate: 1gbit}}
 rdma: {enabled: off}
 """
 
+# run: a collective while a spine link goes down and back, expectations checked.
+RUN_SCENARIO = SCENARIO + """workload:
+  - collective: allreduce
+    sizes: [64K]
+    iterations: 2
+faults:
+  - {at: 0s, link: leaf1:spine1, down: true}
+  - {at: 10ms, link: leaf1:spine1, up: true}
+expect: {completes: true}
+"""
+
 
 def load_schemas():
     """Every schema by its $id: one may refer to another's definitions (status to link's shape)."""
@@ -35,6 +46,7 @@ def load_schemas():
 
 
 STORE = load_schemas()
+RUN_ID = "https://fabemu.invalid/schema/run.schema.json"
 
 
 def validator(command):
@@ -91,6 +103,9 @@ def main():
             assert [h["output"] for h in ex["hosts"]] == ["0\n", "1\n", "2\n", "3\n"], ex
             pr = check("predict", ["predict", lab])
             assert pr["allreduce"]["seconds_per_byte"] > 0, pr
+            for action in ("crash", "restart"):
+                h = check("host", ["host", action, lab, "h4"])
+                assert h["action"] == action and h["detail"], h
             s = check("link", ["link", "set", lab, "h1:leaf1", "--rate", "10mbit", "--delay",
                                "0", "--loss", "1%"])
             assert [c["after"]["rate_bps"] for c in s["changes"]] == [10_000_000] * 2, s
@@ -101,6 +116,21 @@ def main():
             assert gone["labs"][0]["taken_down"], gone
             missing = check("down", ["down", lab], expect_rc=3)
             assert missing["labs"][0]["error"], missing
+            tmp = os.path.dirname(path)
+            run_path, report = os.path.join(tmp, "run.yaml"), os.path.join(tmp, "report")
+            with open(run_path, "w") as f:
+                f.write(RUN_SCENARIO)
+            run = check("run", ["run", run_path, "--lab", lab, "--report", report])
+            types = [r["type"] for r in run["records"]]
+            assert run["ok"] and types[0] == "run" and "result" in types, run
+            assert [r["done"] for r in run["records"] if r["type"] == "fault"] == [True] * 2, run
+            # report.jsonl: one record per line, telemetry samples too.
+            record = validator("run").evolve(schema=STORE[RUN_ID]["$defs"]["record"])
+            with open(os.path.join(report, "report.jsonl")) as f:
+                lines = [json.loads(line) for line in f]
+            for line in lines:
+                record.validate(line)
+            print(f"  report.jsonl: {len(lines)} records valid against run.schema.json#/$defs/record")
         finally:
             subprocess.run([FABEMU, "down", lab], capture_output=True)
     return 0
