@@ -273,9 +273,12 @@ int main(int argc, char** argv) {
   auto* graph_cmd = app.add_subcommand(
       "graph", "The topology as a picture: SVG or Graphviz DOT, of a lab or a scenario file");
   graph_cmd->add_option("target", graph_target, "Lab name, or a scenario YAML file")->required();
-  graph_cmd->add_option("-o,--output", graph_out, "Output file (.svg or .dot; - for stdout)")
+  graph_cmd->add_option("-o,--output", graph_out, "Output file (.svg, .dot or .json; - for stdout)")
       ->capture_default_str();
-  graph_cmd->add_option("--format", graph_format, "svg or dot (default: from -o, else svg)");
+  graph_cmd->add_option("--format", graph_format,
+                        "svg, dot or json (docs/json.md) (default: from -o, else svg)");
+  graph_cmd->add_flag_callback(
+      "--json", [&graph_format] { graph_format = "json"; }, "The same as --format json");
 
   try {
     app.parse(argc, argv);

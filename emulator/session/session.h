@@ -175,6 +175,13 @@ struct HostOutcome {
 
 Result<HostOutcome> host_fault(const HostRequest& req, const LabPaths& base);
 
+// ---- graph ----------------------------------------------------------------------------------
+
+// The model of `target`: a scenario file (a path, or a name ending .yaml/.yml) or a running lab.
+Result<LabModel> topology_of(const std::string& target, const LabPaths& base);
+// Its nodes (role, tier, rank) and links (ends, class, the scenario's shape each way).
+Json topology_json(const LabModel& m);
+
 // ---- status ---------------------------------------------------------------------------------
 
 // A lab's state as `status --json` prints it: nodes, links with each direction's shape and

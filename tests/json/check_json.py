@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Each command's --json against its schema in docs/schema (docs/json.md), as root on a small lab:
-doctor, up, status (the list, the lab, one node), exec --all, predict, host crash/restart, link
-set/down/up, down (also of a lab that is not there), run (and its report.jsonl's records). Prints each command and its verdict; exits 1 on the first output that
-does not validate, 77 (ctest's skip) when not root."""
+doctor, up, status (the list, the lab, one node), exec --all, predict, graph (of the lab and of
+its scenario file), host crash/restart, link set/down/up, down (also of a lab that is not there),
+run (and its report.jsonl's records). Prints each command and its verdict; exits 1 on the first
+output that does not validate, 77 (ctest's skip) when not root."""
 import glob
 import json
 import os
@@ -103,6 +104,9 @@ def main():
             assert [h["output"] for h in ex["hosts"]] == ["0\n", "1\n", "2\n", "3\n"], ex
             pr = check("predict", ["predict", lab])
             assert pr["allreduce"]["seconds_per_byte"] > 0, pr
+            for target in (lab, path):
+                g = check("graph", ["graph", target])
+                assert len(g["nodes"]) == 8 and g["links"][0]["a_to_b"]["rate_bps"] == 10**9, g
             for action in ("crash", "restart"):
                 h = check("host", ["host", action, lab, "h4"])
                 assert h["action"] == action and h["detail"], h
