@@ -104,6 +104,7 @@ struct PerfArgs {
   std::string tool = "ib_write_bw";  // ib_{write,read,send}_bw, ib_{write,send}_lat, ucx_perftest
   int timeout_s = 60;
   std::vector<std::string> extra;  // passed on to the tool
+  bool json = false;
 };
 
 int cmd_up(const UpArgs& args, const LabPaths& base);

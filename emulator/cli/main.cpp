@@ -198,6 +198,9 @@ int main(int argc, char** argv) {
   perf_cmd->add_option("--timeout", perf.timeout_s, "Seconds for the whole run")
       ->capture_default_str();
   perf_cmd->add_option("extra", perf.extra, "More arguments for the tool, after --");
+  perf_cmd->add_flag("--json", perf.json,
+                     "The result as one JSON object (docs/json.md): perftest's table as measured "
+                     "and in the real fabric's units, the tool's output");
 
   // Handled before parsing (its words are a remote command line); listed here for --help.
   app.add_subcommand("rsh",

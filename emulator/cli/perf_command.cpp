@@ -6,6 +6,42 @@
 #include "runtime/perf.h"
 
 namespace fabemu::cli {
+namespace {
+
+// perf --json: the run, the tool's table as the lab's wall clock measured it and in the real
+// fabric's units, and the client's output.
+Json perf_json(const PerfArgs& args, const LabModel& m, const PerfSetup& setup,
+               const PerfOutcome& o) {
+  const PerftestTable table = parse_perftest(o.client_output);
+  Json rows = Json::array(), real_rows = Json::array();
+  for (const std::vector<double>& row : table.rows) {
+    Json wall = Json::object(), real = Json::object();
+    for (size_t c = 0; c < table.columns.size(); ++c) {
+      wall[table.columns[c]] = row[c];
+      real[table.columns[c]] = real_value(table.columns[c], row[c], m.time_scale.factor);
+    }
+    rows.push_back(std::move(wall));
+    real_rows.push_back(std::move(real));
+  }
+  return {{"schema", session::kSchemaVersion},
+          {"command", "perf"},
+          {"lab", args.lab},
+          {"tool", args.tool},
+          {"server", args.server},
+          {"client", args.client},
+          {"server_address", setup.server_address},
+          {"client_address", setup.client_address},
+          {"over", setup.over},
+          {"time_scale", m.time_scale.factor},
+          {"ok", o.ok},
+          {"failure", o.failure},
+          {"rows", rows},
+          {"real_rows", real_rows},
+          {"output", o.client_output},
+          {"server_output", o.server_output}};
+}
+
+}  // namespace
 
 int cmd_perf(const PerfArgs& args, const LabPaths& base) {
   if (!is_perf_tool(args.tool)) {
@@ -32,21 +68,28 @@ int cmd_perf(const PerfArgs& args, const LabPaths& base) {
                     "the tools with `fabemu exec LAB:HOST --on slurm`)");
         return kExitFailed;
       }
-  auto setup =
-      plan_perf(*model, paths, {args.server, args.client, args.tool, args.timeout_s, args.extra});
+  auto setup = plan_perf(
+      *model, paths, {args.server, args.client, args.tool, args.timeout_s, args.extra, args.json});
   if (!setup) {
     print_error("perf: " + setup.error().message);
     return errno_of(setup.error()) == EINVAL ? kExitBadInput : kExitFailed;
   }
-  std::printf("perf: %s, server %s (%s), client %s (%s), over %s\n", args.tool.c_str(),
-              args.server.c_str(), setup->server_address.c_str(), args.client.c_str(),
-              setup->client_address.c_str(), setup->over.c_str());
-  if (!setup->dilation_note.empty()) std::printf("perf: %s\n", setup->dilation_note.c_str());
-  std::fflush(stdout);
+  const PerfSetup described = *setup;
+  // With --json, what would be said on stdout goes to stderr.
+  FILE* say = args.json ? stderr : stdout;
+  std::fprintf(say, "perf: %s, server %s (%s), client %s (%s), over %s\n", args.tool.c_str(),
+               args.server.c_str(), setup->server_address.c_str(), args.client.c_str(),
+               setup->client_address.c_str(), setup->over.c_str());
+  if (!setup->dilation_note.empty()) std::fprintf(say, "perf: %s\n", setup->dilation_note.c_str());
+  std::fflush(say);
   auto outcome = run_perf(std::move(*setup));
   if (!outcome) {
     print_error("perf: " + outcome.error().what());
     return kExitFailed;
+  }
+  if (args.json) {
+    print_json(perf_json(args, *model, described, *outcome));
+    return outcome->ok ? kExitOk : kExitFailed;
   }
   if (outcome->ok) return kExitOk;
   print_error("perf: " + outcome->failure);

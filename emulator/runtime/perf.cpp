@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <regex>
+#include <sstream>
 
 #include "runtime/spawn.h"
 #include "util/proc_net.h"
@@ -132,6 +134,13 @@ Result<PerfOutcome> run_perf(PerfSetup s) {
   if (!server_out.valid()) return errno_error("creating a buffer for the server's output");
   s.server.out = s.server.err = Stdio::Fd;
   s.server.out_fd = s.server.err_fd = server_out.get();
+  UniqueFd client_out;
+  if (s.request.capture) {
+    client_out = UniqueFd(::memfd_create("fabemu-perf-client", MFD_CLOEXEC));
+    if (!client_out.valid()) return errno_error("creating a buffer for the client's output");
+    s.client.out = s.client.err = Stdio::Fd;
+    s.client.out_fd = s.client.err_fd = client_out.get();
+  }
   ServerClientSpec spec;
   spec.server = s.server;
   spec.client = s.client;
@@ -156,7 +165,57 @@ Result<PerfOutcome> run_perf(PerfSetup s) {
                 std::to_string(*run->client) + ")";
   o.ok = o.failure.empty();
   if (!o.ok) o.server_output = read_all(server_out.get());
+  if (client_out.valid()) o.client_output = read_all(client_out.get());
   return o;
+}
+
+PerftestTable parse_perftest(const std::string& output) {
+  // A column: "#word", or words up to a "[unit]".
+  static const std::regex column(R"(#\w+|[^#\s][^\]]*\])");
+  // ucx_perftest's last line: "Final:" and the figures of its table's eight columns.
+  static const std::vector<std::string> ucx_columns = {"#iterations",
+                                                       "overhead 50.0%ile[usec]",
+                                                       "overhead average[usec]",
+                                                       "overhead overall[usec]",
+                                                       "BW average[MB/sec]",
+                                                       "BW overall[MB/sec]",
+                                                       "MsgRate average[msg/sec]",
+                                                       "MsgRate overall[msg/sec]"};
+  PerftestTable t;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("Final:")) {
+      t.columns = ucx_columns;
+      t.rows.clear();
+      line.erase(0, 6);
+    }
+    if (line.find("#bytes") != std::string::npos) {
+      t.columns.clear();
+      t.rows.clear();
+      for (std::sregex_iterator m(line.begin(), line.end(), column), end; m != end; ++m)
+        t.columns.push_back(m->str());
+      continue;
+    }
+    if (t.columns.empty()) continue;
+    std::istringstream words(line);
+    std::vector<double> row;
+    for (std::string w; words >> w;) {
+      char* rest = nullptr;
+      const double v = std::strtod(w.c_str(), &rest);
+      if (rest == w.c_str() || *rest) break;
+      row.push_back(v);
+    }
+    if (row.size() == t.columns.size()) t.rows.push_back(std::move(row));
+  }
+  if (t.rows.empty()) t.columns.clear();
+  return t;
+}
+
+double real_value(const std::string& column, double wall_value, double factor) {
+  if (column.find("[usec]") != std::string::npos) return wall_value / factor;
+  if (column.find("BW") != std::string::npos || column.find("MsgRate") != std::string::npos)
+    return wall_value * factor;
+  return wall_value;
 }
 
 }  // namespace fabemu

@@ -16,6 +16,7 @@ struct PerfRequest {
   std::string tool = "ib_write_bw";  // ib_{write,read,send}_bw, ib_{write,send}_lat, ucx_perftest
   int timeout_s = 60;
   std::vector<std::string> extra;  // passed on to the tool
+  bool capture = false;            // keep the client's output (PerfOutcome) instead of ours
 };
 
 // Whether `tool` is one `perf` runs (checked before anything else).
@@ -40,9 +41,23 @@ struct PerfOutcome {
   bool ok = false;
   std::string failure;        // "the client on h2 failed (exit status 1)"
   std::string server_output;  // what the server said, for a failure's explanation
+  std::string client_output;  // with `capture`: stdout and stderr as written
 };
 
-// Runs the pair: the client's output goes to ours, the server's is kept.
+// Runs the pair: the client's output goes to ours (kept instead with `capture`), the server's
+// is kept.
 Result<PerfOutcome> run_perf(PerfSetup setup);
+
+// perftest's result table: the columns of its header line ("#bytes", "BW average[Gb/sec]",
+// "t_avg[usec]", "99% percentile[usec]", ...) and each row of numbers under it; of
+// ucx_perftest's, its "Final:" row under names of the same form. Empty when the output has none.
+struct PerftestTable {
+  std::vector<std::string> columns;
+  std::vector<std::vector<double>> rows;
+};
+PerftestTable parse_perftest(const std::string& output);
+// A column's values in the real fabric's units under dilation by `factor`: rates (BW, MsgRate)
+// times it, times ([usec]) over it, counts (#bytes, #iterations) as they are.
+double real_value(const std::string& column, double wall_value, double factor);
 
 }  // namespace fabemu

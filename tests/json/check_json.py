@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Each command's --json against its schema in docs/schema (docs/json.md), as root on a small lab:
 doctor, up, status (the list, the lab, one node), exec --all, predict, graph (of the lab and of
-its scenario file), host crash/restart, link set/down/up, down (also of a lab that is not there),
-run (and its report.jsonl's records). Prints each command and its verdict; exits 1 on the first
-output that does not validate, 77 (ctest's skip) when not root."""
+its scenario file), perf (ucx_perftest), host crash/restart, link set/down/up, down (also of a
+lab that is not there), run (and its report.jsonl's records). Prints each command and its
+verdict; exits 1 on the first output that does not validate, 77 (ctest's skip) when not root."""
 import glob
 import json
 import os
@@ -107,6 +107,9 @@ def main():
             for target in (lab, path):
                 g = check("graph", ["graph", target])
                 assert len(g["nodes"]) == 8 and g["links"][0]["a_to_b"]["rate_bps"] == 10**9, g
+            # perf: ucx_perftest over TCP runs on any kernel (perftest needs rxe).
+            pf = check("perf", ["perf", lab, "h1", "h4", "--tool", "ucx_perftest"])
+            assert pf["ok"] and pf["rows"][0]["BW average[MB/sec]"] > 0, pf
             for action in ("crash", "restart"):
                 h = check("host", ["host", action, lab, "h4"])
                 assert h["action"] == action and h["detail"], h
