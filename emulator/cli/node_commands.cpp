@@ -92,8 +92,11 @@ int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
   run.keep = json;
   auto exits = run_in_nodes(nodes, argv, run);
   if (!exits) {
+    // A command that cannot be run exits as a shell's would (127 not found, 126 not executable);
+    // the message names the host and the errno's words.
     print_error(exits.error().what());
-    return kExitFailed;
+    const int err = errno_of(exits.error());
+    return err == ENOENT ? 127 : err == EACCES || err == ENOEXEC ? 126 : kExitFailed;
   }
   int code = 0, failed = 0;
   if (json) {

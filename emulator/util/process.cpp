@@ -58,11 +58,30 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   return out;
 }
 
-// What a child says before _exit when it cannot get to exec: written straight to fd 2.
-[[noreturn]] void child_fail(const std::string& what, int code) {
-  const std::string line = what + "\n";
-  (void)!::write(STDERR_FILENO, line.data(), line.size());
-  ::_exit(code);
+// What a child that cannot get to exec tells its parent, on a pipe whose write end closes on
+// exec (the parent reading end of file: exec happened): the errno, then the message (without the
+// errno's words, which the Error adds). It exits
+// 127 (a parent that never reads sees a shell's "not run").
+[[noreturn]] void child_fail(int report_fd, const std::string& what, int err) {
+  char buf[512];
+  const size_t n = std::min(what.size(), sizeof buf - sizeof err);
+  std::memcpy(buf, &err, sizeof err);
+  std::memcpy(buf + sizeof err, what.data(), n);
+  (void)!::write(report_fd, buf, sizeof err + n);
+  ::_exit(127);
+}
+
+// The parent's side: nothing (the child exec'd) or the child's error.
+std::optional<Error> read_child_failure(int report_fd) {
+  char buf[512];
+  ssize_t n;
+  do {
+    n = ::read(report_fd, buf, sizeof buf);
+  } while (n < 0 && errno == EINTR);
+  int err = 0;
+  if (n < static_cast<ssize_t>(sizeof err)) return std::nullopt;
+  std::memcpy(&err, buf, sizeof err);
+  return make_error(std::string(buf + sizeof err, static_cast<size_t>(n) - sizeof err), err);
 }
 
 // A pipe whose ends close on exec; `fds[1]` goes to the child.
@@ -128,7 +147,7 @@ int exit_status(int ws) {
 Result<Process> Process::start(const ProcessSpec& spec) {
   if (spec.argv.empty()) return make_error("no command given", EINVAL);
   const std::string& program = spec.argv[0];
-  // Not found: the child's exec fails with ENOENT and it exits 127, as a shell's would.
+  // Not found: the child's exec fails with ENOENT, which start() returns.
   auto found = find_program(program);
   std::string path = found ? *found : program;
   std::vector<std::string> argv_strings = spec.argv;
@@ -169,6 +188,9 @@ Result<Process> Process::start(const ProcessSpec& spec) {
   const int err_fd = spec.err == Stdio::Out ? (out_fd >= 0 ? out_fd : STDOUT_FILENO)
                                             : target(spec.err, spec.err_fd, err_w);
 
+  auto report = make_pipe(program);
+  if (!report) return report.error();
+  const int report_fd = report->second.get();
   const pid_t pid = ::fork();
   if (pid < 0) return errno_error("starting " + program);
   if (pid == 0) {
@@ -176,19 +198,28 @@ Result<Process> Process::start(const ProcessSpec& spec) {
     if (spec.stdin_null) ::dup2(null.get(), STDIN_FILENO);
     if (out_fd >= 0) ::dup2(out_fd, STDOUT_FILENO);
     if (err_fd >= 0) ::dup2(err_fd, STDERR_FILENO);
-    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0)
-      child_fail("cannot enter " + spec.cwd + ": " + std::strerror(errno), 127);
+    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
+      const int err = errno;
+      child_fail(report_fd, "cannot enter " + spec.cwd, err);
+    }
     if (spec.before_exec)
-      if (auto r = spec.before_exec(); !r) child_fail(r.error().what(), 127);
+      if (auto r = spec.before_exec(); !r)
+        child_fail(report_fd, r.error().message,
+                   r.error().code.value() ? r.error().code.value() : EIO);
     ::execve(path.c_str(), argv.data(), envp.data());
     const int err = errno;
-    child_fail("running " + program + ": " + std::strerror(err), err == ENOENT ? 127 : 126);
+    child_fail(report_fd, "running " + program, err);
   }
   // Also here, so that a signal to the group right away finds it.
   if (spec.own_group) ::setpgid(pid, pid);
   p.pid_ = pid;
   p.group_ = spec.own_group;
   p.pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  report->second.reset();  // ours: end of file once the child has exec'd
+  if (auto failed = read_child_failure(report->first.get())) {
+    p.wait();
+    return *failed;
+  }
   return p;
 }
 

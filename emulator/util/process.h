@@ -52,8 +52,8 @@ struct ProcessSpec {
   // signal() and stop() then go to the group. Else it stays in ours (a Ctrl-C reaches it too).
   bool own_group = false;
   std::string cwd;  // where it starts; empty: here
-  // Runs in the child after fork, before exec: entering a node's namespaces, say. Its error goes
-  // to the child's standard error and the child exits 127.
+  // Runs in the child after fork, before exec: entering a node's namespaces, say. Its error is
+  // start()'s.
   std::function<Result<void>()> before_exec;
 };
 
@@ -61,6 +61,9 @@ struct ProcessSpec {
 // its group with own_group) and reaped, so no caller leaks one.
 class Process {
  public:
+  // Returns once the child has exec'd. A child that could not (no such program: ENOENT, not
+  // executable: EACCES, before_exec's error, a cwd it cannot enter) is reaped, and its error
+  // (errno and message) is start()'s: never mistaken for a program's own exit 127.
   static Result<Process> start(const ProcessSpec& spec);
 
   Process(Process&& o) noexcept;
