@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""Benchmark: a k=4 fat-tree (16 hosts, 20 switches) with router switches and with Open vSwitch
-bridges (userspace datapath, and the kernel datapath where the kernel has it): bring-up and
-teardown time, and iperf3 TCP throughput across the core, one flow and 8 at once. See README.md.
-  sudo /usr/bin/python3 bench/ovs_fabric.py [--runs 3] [--seconds 5]"""
+"""Benchmark: a fat-tree (k=4 by default: 16 hosts, 20 switches) with router switches and with Open
+vSwitch bridges (userspace datapath, and the kernel datapath where the kernel has it): bring-up
+and teardown time, and iperf3 TCP throughput across the core, one flow and 8 at once. See
+README.md.
+  sudo /usr/bin/python3 bench/ovs_fabric.py [--k 4] [--runs 3] [--seconds 5]"""
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -15,8 +15,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-UP_LINE = re.compile(r"up in ([\d.]+) s: (\d+) hosts, (\d+) switches")
-PAIRS = [(f"h{i}", f"h{17 - i}") for i in range(1, 9)]  # every pair crosses the core
+
+
+def core_pairs(k):
+    """8 host pairs of a k-ary fat-tree, each from the first pod to the last: across the core."""
+    hosts = k ** 3 // 4
+    return [(f"h{i}", f"h{hosts + 1 - i}") for i in range(1, 9)]
 
 
 class BenchError(Exception):
@@ -31,13 +35,13 @@ def run(argv, secs=120, check=True):
     return p
 
 
-def scenario(tmp, switches, datapath):
+def scenario(tmp, switches, datapath, k):
     fabric = f"switch: {switches}, ecmp_hash: l4, mtu: 1500"
     if datapath:
         fabric += f", ovs_datapath: {datapath}"
     path = Path(tmp) / f"{switches}-{datapath or 'router'}.yaml"
     # Unshaped links: what is measured is the switch, not the link model.
-    path.write_text(f"name: bench\nseed: 1\ntopology: {{kind: fat-tree, k: 4}}\n"
+    path.write_text(f"name: bench\nseed: 1\ntopology: {{kind: fat-tree, k: {k}}}\n"
                     f"fabric: {{{fabric}}}\nrdma: {{enabled: off}}\n")
     return path
 
@@ -69,22 +73,22 @@ def iperf(fabemu, lab, pairs, seconds):
             s.wait()
 
 
-def measure(fabemu, path, label, runs, seconds):
+def measure(fabemu, path, label, runs, seconds, pairs):
     ups, downs, one, eight = [], [], [], []
     datapath = "-"
     for r in range(runs):
         lab = f"ob{os.getpid() % 10000}{r}"
         t0 = time.perf_counter()
-        p = run([fabemu, "up", str(path), "--lab", lab, "-q"], secs=600)
+        p = run([fabemu, "up", str(path), "--lab", lab, "-q", "--json"], secs=600)
         ups.append(time.perf_counter() - t0)
         try:
-            if not UP_LINE.search(p.stdout):
-                raise BenchError(f"unexpected output of up:\n{p.stdout}")
+            if json.loads(p.stdout).get("hosts", 0) < 16:
+                raise BenchError(f"unexpected output of up --json:\n{p.stdout}")
             status = json.loads(run([fabemu, "status", lab, "--json"]).stdout)
             sw = status.get("switches", {})
             datapath = sw.get("datapath", sw.get("kind", "?"))
-            one.append(iperf(fabemu, lab, PAIRS[:1], seconds)[0])
-            eight.append(sum(iperf(fabemu, lab, PAIRS, seconds)))
+            one.append(iperf(fabemu, lab, pairs[:1], seconds)[0])
+            eight.append(sum(iperf(fabemu, lab, pairs, seconds)))
         finally:
             t0 = time.perf_counter()
             run([fabemu, "down", lab])
@@ -100,6 +104,7 @@ def measure(fabemu, path, label, runs, seconds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--k", type=int, default=4, choices=[4, 6, 8], help="the fat-tree's k")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=5, help="iperf3 duration")
     ap.add_argument("--fabemu", default=str(REPO / "build/emulator/fabemu"))
@@ -118,10 +123,12 @@ def main():
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for label, switches, datapath in configs:
-            results.append(measure(args.fabemu, scenario(tmp, switches, datapath), label,
-                                   args.runs, args.seconds))
+            results.append(measure(args.fabemu, scenario(tmp, switches, datapath, args.k), label,
+                                   args.runs, args.seconds, core_pairs(args.k)))
     base = results[0]
-    print(f"\nfat-tree k=4 (16 hosts, 20 switches), kernel {doctor['kernel']['release']}, "
+    k = args.k
+    print(f"\nfat-tree k={k} ({k ** 3 // 4} hosts, {5 * k * k // 4} switches), "
+          f"kernel {doctor['kernel']['release']}, "
           f"median of {args.runs}; iperf3 TCP {args.seconds} s across the core")
     print(f"{'switches':<15} {'datapath':<10} {'up s':>6} {'down s':>7} {'1 flow Gbit/s':>14} "
           f"{'x router':>9} {'8 flows Gbit/s':>15} {'x router':>9}")

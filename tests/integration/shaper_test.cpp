@@ -35,6 +35,7 @@
 #include "apply/rtnl.h"
 #include "apply/veth.h"
 #include "doctor/probe.h"
+#include "frames.h"
 #include "shaping/bpffs.h"
 #include "shaping/link_cfg.h"
 #include "shaping/link_shaper.h"
@@ -66,34 +67,6 @@ uint64_t mono_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock of bpf_ktime_get_ns
   return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
-}
-
-uint16_t ip_checksum(const uint8_t* h, size_t len) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i + 1 < len; i += 2) sum += uint32_t(h[i] << 8 | h[i + 1]);
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return uint16_t(~sum);
-}
-
-// An Ethernet + IPv4 + UDP frame of `size` bytes with the given ECN codepoint.
-std::vector<uint8_t> udp_frame(size_t size, uint8_t ecn = 2 /* ECT(0) */) {
-  std::vector<uint8_t> f(size, 0x5a);
-  ethhdr eth{{2, 0, 0, 0, 0, 2}, {2, 0, 0, 0, 0, 1}, htons(ETH_P_IP)};
-  iphdr ip{};
-  ip.ihl = 5;
-  ip.version = 4;
-  ip.tos = ecn;
-  ip.tot_len = htons(uint16_t(size - sizeof(eth)));
-  ip.ttl = 64;
-  ip.protocol = IPPROTO_UDP;
-  ip.saddr = htonl(0x0a000001);
-  ip.daddr = htonl(0x0a000002);
-  ip.check = htons(ip_checksum(reinterpret_cast<const uint8_t*>(&ip), sizeof(ip)));
-  udphdr udp{htons(12345), htons(9000), htons(uint16_t(size - sizeof(eth) - sizeof(ip))), 0};
-  std::memcpy(f.data(), &eth, sizeof(eth));
-  std::memcpy(f.data() + sizeof(eth), &ip, sizeof(ip));
-  std::memcpy(f.data() + sizeof(eth) + sizeof(ip), &udp, sizeof(udp));
-  return f;
 }
 
 struct Verdict {
@@ -560,34 +533,6 @@ class TempBpffs {
  private:
   std::string dir_, error_ = "mkdtemp failed";
 };
-
-// What the program costs a packet, timed by the kernel over a million runs: printed for the
-// record (bench/README.md), not asserted.
-TEST_F(ShaperTest, CostPerPacketIsPrinted) {
-  LinkShape s;
-  s.rate_bps = 400'000'000'000ull;
-  s.loss = 0.001;
-  ASSERT_TRUE(shaper_->set(kLo, s, 1, /*policer=*/false));
-  const std::vector<uint8_t> frame = udp_frame(1400);
-  __sk_buff ctx{};
-  ctx.ifindex = kLo;
-  bpf_test_run_opts opts{};
-  opts.sz = sizeof(opts);
-  opts.data_in = frame.data();
-  opts.data_size_in = static_cast<uint32_t>(frame.size());
-  opts.ctx_in = &ctx;
-  opts.ctx_size_in = sizeof(ctx);
-  opts.repeat = 1'000'000;
-  ASSERT_EQ(bpf_prog_test_run_opts(shaper_->prog_fd(), &opts), 0);
-  const uint32_t shaped = opts.duration;
-  ASSERT_TRUE(shaper_->remove(kLo));
-  opts.duration = 0;
-  ASSERT_EQ(bpf_prog_test_run_opts(shaper_->prog_fd(), &opts), 0);
-  std::printf(
-      "link model: %u ns per packet shaped (rate, loss), %u ns on a port it does not "
-      "shape\n",
-      shaped, opts.duration);
-}
 
 TEST_F(ShaperTest, PinnedMapsAreSharedByEveryLoadOfALab) {
   TempBpffs fs;
