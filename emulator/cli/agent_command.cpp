@@ -3,6 +3,8 @@
 // output (errors in words on standard error, with the exit codes of the other commands), so
 // that nothing of it depends on what started it.
 #include <time.h>
+#include <CLI/CLI.hpp>
+#include <memory>
 
 #include <chrono>
 #include <cstdio>
@@ -160,6 +162,38 @@ int cmd_agent(const AgentArgs& a, const LabPaths& base) {
   if (a.action == "run") return agent_run(a, paths);
   print_error("agent: unknown action '" + a.action + "'; valid: probe, up, reach, run");
   return kExitBadInput;
+}
+
+void add_agent_command(CLI::App& app, CommandLine& cl) {
+  struct Args {
+    AgentArgs agent;
+    std::string machines;
+  };
+  auto a = std::make_shared<Args>();
+  AgentArgs& agent = a->agent;
+  auto* cmd = app.add_subcommand("agent", "One machine's part of a lab across machines");
+  cmd->group("");
+  cmd->add_option("action", agent.action, "probe, up, reach or run")->required();
+  cmd->add_option("scenario", agent.up.scenario, "probe, up: the scenario file");
+  cmd->add_option("--lab", agent.up.lab, "Lab name");
+  cmd->add_option("--machines", a->machines, "The allocation's machines, m1,m2,...");
+  cmd->add_option("--shared-dir", agent.up.shared_dir, "The directory every machine sees");
+  cmd->add_option("--pool", agent.up.pool, "up: the address pool the machines agreed on");
+  cmd->add_option("--time-scale", agent.up.time_scale, "probe, up: as `up`'s");
+  cmd->add_flag("--accept-degraded", agent.up.accept_degraded, "probe, up: as `up`'s");
+  cmd->add_option("--run-id", agent.run_id, "run: the Gloo rendezvous prefix");
+  cmd->add_option("--start-at", agent.start_at_ns, "run: the start, ns of CLOCK_REALTIME");
+  cmd->add_option("--out", agent.out, "run: the directory for the machine's part");
+  cmd->callback([a, &cl] {
+    const std::string& m = a->machines;
+    for (size_t at = 0; !m.empty() && at <= m.size();) {
+      const size_t comma = std::min(m.find(',', at), m.size());
+      a->agent.up.cluster.push_back(m.substr(at, comma - at));
+      at = comma + 1;
+    }
+    a->agent.lab = a->agent.up.lab;
+    cl.exit = cmd_agent(a->agent, cl.base);
+  });
 }
 
 }  // namespace fabemu::cli

@@ -17,6 +17,10 @@
 #include "util/json.h"
 #include "util/result.h"
 
+namespace CLI {
+class App;
+}
+
 namespace fabemu::cli {
 
 // Exit codes (documented in README.md and `fabemu --help`).
@@ -204,5 +208,42 @@ void print_error(const std::string& message);
 // A lab's model could not be read: says why; returns kExitNoLab when there is no such lab.
 int lab_error(const Error& e);
 bool require_root(const char* command);
+
+// ---- the command line ----------------------------------------------------------------------
+
+// What every command's registration shares: the global options, the whole command line (for
+// --vm), and the exit code of the command that ran (main returns it).
+struct CommandLine {
+  LabPaths base;
+  std::vector<std::string> argv;  // argv[1..]
+  int exit = 2;                   // kExitBadInput until a command has run
+  // The command line without `word` (--vm: the same command inside the VM).
+  std::vector<std::string> without(const std::string& word) const;
+};
+
+inline constexpr const char* kOnHelp =
+    "slurm: the lab was spread over the machines of a Slurm allocation";
+inline constexpr const char* kVmHelp =
+    "Run it in the VM lane's kernel instead (scripts/vm-run: Debian's newest, with rxe, fq, "
+    "netem, BPF qdiscs and the OVS module; KVM where this machine has it, else software "
+    "emulation)";
+
+// Each command's registration, in the command's file: its subcommand, options and a callback
+// that runs it and sets `cl.exit`.
+void add_up_command(CLI::App& app, CommandLine& cl);    // lab_commands.cpp
+void add_down_command(CLI::App& app, CommandLine& cl);  // lab_commands.cpp
+void add_status_command(CLI::App& app, CommandLine& cl);
+void add_exec_command(CLI::App& app, CommandLine& cl);    // node_commands.cpp
+void add_host_command(CLI::App& app, CommandLine& cl);    // node_commands.cpp
+void add_doctor_command(CLI::App& app, CommandLine& cl);  // node_commands.cpp
+void add_rsh_help(CLI::App& app);                         // node_commands.cpp (cmd_rsh)
+void add_link_command(CLI::App& app, CommandLine& cl);
+void add_perf_command(CLI::App& app, CommandLine& cl);
+void add_predict_command(CLI::App& app, CommandLine& cl);
+void add_run_command(CLI::App& app, CommandLine& cl);
+void add_agent_command(CLI::App& app, CommandLine& cl);
+void add_graph_command(CLI::App& app, CommandLine& cl);
+// What `up` and `run` share: the scenario and how the lab is built from it.
+void add_build_options(CLI::App* cmd, UpArgs& args);
 
 }  // namespace fabemu::cli

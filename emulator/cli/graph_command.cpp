@@ -1,5 +1,7 @@
 // `graph LAB|SCENARIO`: the topology picture alone, as SVG or Graphviz DOT, or as JSON.
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
 
 #include "cli/commands.h"
 #include "report/report.h"
@@ -32,6 +34,23 @@ int cmd_graph(const std::string& target, const std::string& output, const std::s
     return kExitFailed;
   }
   return kExitOk;
+}
+
+void add_graph_command(CLI::App& app, CommandLine& cl) {
+  struct Args {
+    std::string target, output = "-", format;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "graph", "The topology as a picture: SVG or Graphviz DOT, of a lab or a scenario file");
+  cmd->add_option("target", a->target, "Lab name, or a scenario YAML file")->required();
+  cmd->add_option("-o,--output", a->output, "Output file (.svg, .dot or .json; - for stdout)")
+      ->capture_default_str();
+  cmd->add_option("--format", a->format,
+                  "svg, dot or json (docs/json.md) (default: from -o, else svg)");
+  cmd->add_flag_callback(
+      "--json", [a] { a->format = "json"; }, "The same as --format json");
+  cmd->callback([a, &cl] { cl.exit = cmd_graph(a->target, a->output, a->format, cl.base); });
 }
 
 }  // namespace fabemu::cli

@@ -1,7 +1,9 @@
 // `up` and `down` (session/up.cpp, down.cpp) as the terminal shows them; `up --dry-run`.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 #include "apply/lab.h"
 #include "cli/commands.h"
@@ -134,6 +136,79 @@ int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& bas
   }
   const auto failure = out->failure();
   return failure ? exit_code(*failure) : kExitOk;
+}
+
+void add_build_options(CLI::App* cmd, UpArgs& a) {
+  cmd->add_option("scenario", a.scenario, "Scenario YAML file")->required();
+  cmd->add_option("--lab", a.lab, "Lab name (default: the scenario's name)");
+  cmd->add_flag("-q,--quiet", a.quiet,
+                "No progress and no notes: the one-line summary (and --timings) only");
+  cmd->add_flag("--accept-degraded", a.accept_degraded,
+                "On a kernel without sch_fq, build anyway: links keep rate, loss and ECN "
+                "(policer) but get no delay or jitter");
+  cmd->add_option("--time-scale", a.time_scale,
+                  "Run the fabric N times slower than the real one the scenario describes "
+                  "(time dilation; every figure printed is the real fabric's), or auto: N "
+                  "from this machine's calibrated capacity. Overrides the scenario's "
+                  "time_scale");
+  cmd->add_option("--on", a.on,
+                  "slurm: spread the lab over the machines of this Slurm allocation (one "
+                  "fabemu agent per machine, cut links as VXLAN tunnels; docs/cluster.md)");
+  cmd->add_flag("--netns-names", a.netns_names,
+                "Give `ip netns` a name for every node (/run/netns/fabemu-LAB-NODE), also in "
+                "a lab of more than 128 namespaces (fabemu exec never needs them)");
+}
+
+void add_up_command(CLI::App& app, CommandLine& cl) {
+  struct Args {
+    UpArgs up;
+    bool vm = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("up", "Build the fabric of a scenario and leave it running");
+  add_build_options(cmd, a->up);
+  cmd->add_flag("--vm", a->vm, "Not for up: see run --vm");
+  cmd->add_flag("--dry-run", a->up.dry_run, "Print the plan; touch nothing");
+  cmd->add_option("--machines", a->up.machines,
+                  "With --dry-run: how the lab would be spread over this many machines (the "
+                  "nodes of each, the links cut into VXLAN tunnels, the load)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_flag("--timings", a->up.timings, "Print the time each phase took");
+  cmd->add_flag("--json", a->up.json, "The result as one JSON object (docs/json.md)")
+      ->excludes("--dry-run");
+  cmd->callback([a, &cl] {
+    if (a->vm) {
+      print_error(
+          "up --vm: a lab in the VM lives only as long as the command the VM runs; `fabemu run "
+          "SCENARIO --vm` runs the whole job there, `scripts/vm-run -- CMD...` any commands");
+      cl.exit = kExitBadInput;
+      return;
+    }
+    cl.exit =
+        a->up.on.empty() || a->up.dry_run ? cmd_up(a->up, cl.base) : cluster_up(a->up, cl.base);
+  });
+}
+
+void add_down_command(CLI::App& app, CommandLine& cl) {
+  struct Args {
+    std::vector<std::string> labs;
+    bool all = false, json = false, no_wait = false;
+    std::string on;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("down", "Remove a lab (also after a crash)");
+  cmd->add_option("lab", a->labs, "Lab names");
+  cmd->add_flag("--all", a->all, "Every fabemu lab on this machine");
+  auto* on = cmd->add_option("--on", a->on, kOnHelp)->excludes("--all");
+  cmd->add_flag("--json", a->json, "The result as one JSON object (docs/json.md)")->excludes(on);
+  cmd->add_flag("--no-wait", a->no_wait,
+                "Return before the kernel has freed the lab's namespaces (it goes on in the "
+                "background, and a lab brought up meanwhile waits for its lock)")
+      ->excludes(on);
+  cmd->callback([a, &cl] {
+    cl.exit = a->on.empty() ? cmd_down(a->labs, a->all, cl.base, !a->no_wait, a->json)
+                            : cluster_down(a->labs, a->on, cl.base);
+  });
 }
 
 }  // namespace fabemu::cli

@@ -1,5 +1,7 @@
 // `exec`, `rsh` and `doctor`, and the helpers every command shares.
 #include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <memory>
 
 #include <cstdio>
 #include <map>
@@ -185,6 +187,88 @@ int cmd_host(const session::HostRequest& req, bool json, const LabPaths& base) {
   else
     std::printf("%s %s: %s\n", req.lab.c_str(), req.host.c_str(), done->detail.c_str());
   return kExitOk;
+}
+
+void add_exec_command(CLI::App& app, CommandLine& cl) {
+  struct Args {
+    std::string target, on, clock;
+    std::vector<std::string> argv;
+    bool all = false, no_tag = false, json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "exec",
+      "Run a command inside an emulated node: exec LAB:NODE -- CMD, or exec LAB --all -- CMD");
+  cmd->add_option("target", a->target, "LAB:NODE, or LAB with --all")->required();
+  cmd->add_option("command", a->argv, "Command and arguments, after --")->required();
+  cmd->add_flag("--all", a->all, "One process per host, with RANK/WORLD_SIZE set");
+  cmd->add_flag("--no-tag", a->no_tag, "With --all: do not prefix lines with [host]");
+  cmd->add_flag("--json", a->json,
+                "With --all: one JSON object at the end, each host's exit status and output "
+                "(stdout and stderr as written) instead of the tagged lines");
+  cmd->add_option("--on", a->on, kOnHelp);
+  cmd->add_option("--clock", a->clock,
+                  "fabric: the command's own clocks, sleeps and timeouts run in the real "
+                  "fabric's time (a dilated lab; libfaketime); wall: the machine's. Default: "
+                  "the scenario's hosts.clock")
+      ->check(CLI::IsMember({"fabric", "wall"}));
+  cmd->callback([a, &cl] {
+    // CLI11 keeps the "--" separator among the positionals.
+    if (!a->argv.empty() && a->argv.front() == "--") a->argv.erase(a->argv.begin());
+    cl.exit = a->on.empty()
+                  ? cmd_exec(a->target, a->all, a->no_tag, a->json, a->argv, a->clock, cl.base)
+                  : cluster_exec(a->target, a->all, a->no_tag, a->argv, a->clock, a->on, cl.base);
+  });
+}
+
+void add_host_command(CLI::App& app, CommandLine& cl) {
+  struct Args {
+    session::HostRequest req;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("host", "Host faults on a running lab, by hand");
+  cmd->require_subcommand(1);
+  for (auto [name, help] :
+       {std::pair{"crash", "Kill every process in the host at once, links down"},
+        {"restart", "Bring a crashed host's links back up"},
+        {"freeze", "Stop every task of the host (cgroup freezer)"},
+        {"thaw", "Let a frozen host run again"}}) {
+    auto* c = cmd->add_subcommand(name, help);
+    c->add_option("lab", a->req.lab, "Lab name")->required();
+    c->add_option("host", a->req.host, "Host name, e.g. h3")->required();
+    c->add_flag("--json", a->json, "The result as one JSON object (docs/json.md)");
+    c->callback([a, &cl, action = std::string(name)] {
+      a->req.action = action;
+      cl.exit = cmd_host(a->req, a->json, cl.base);
+    });
+  }
+}
+
+void add_rsh_help(CLI::App& app) {
+  // Handled before parsing (its words are a remote command line); listed here for --help.
+  app.add_subcommand("rsh",
+                     "mpirun's remote shell, no sshd: `fabemu exec LAB:h1 -- mpirun --mca "
+                     "plm_rsh_agent 'fabemu rsh LAB' --mca plm_rsh_no_tree_spawn 1 --mca routed "
+                     "direct --host h1,h2,... PROGRAM` starts a daemon in every host (`fabemu rsh "
+                     "--help`)");
+}
+
+void add_doctor_command(CLI::App& app, CommandLine& cl) {
+  struct Args {
+    bool json = false, calibrate = false, vm = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("doctor", "What this kernel and machine can emulate");
+  cmd->add_flag("--json", a->json, "The result as one JSON object (docs/json.md)");
+  cmd->add_flag("--calibrate", a->calibrate,
+                "Measure how much emulated traffic this machine carries in real time (a small "
+                "lab, ~30 s), as time_scale: auto does once per boot");
+  cmd->add_flag("--vm", a->vm, kVmHelp);
+  cmd->callback([a, &cl] {
+    cl.exit = a->vm ? cmd_in_vm(cl.without("--vm"), "")
+                    : cmd_doctor(a->json, a->calibrate, cl.base.run_root);
+  });
 }
 
 }  // namespace fabemu::cli

@@ -1,5 +1,7 @@
 // `perf LAB SERVER CLIENT`: checks the request, says what runs where, reports the outcome.
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
 
 #include "apply/lab.h"
 #include "cli/commands.h"
@@ -97,6 +99,30 @@ int cmd_perf(const PerfArgs& args, const LabPaths& base) {
     std::fprintf(stderr, "--- server (%s) said:\n%s", args.server.c_str(),
                  outcome->server_output.c_str());
   return kExitFailed;
+}
+
+void add_perf_command(CLI::App& app, CommandLine& cl) {
+  auto a = std::make_shared<PerfArgs>();
+  auto* cmd = app.add_subcommand(
+      "perf",
+      "Benchmark between two hosts: perftest over their rxe devices (server started first, "
+      "client against its address), or ucx_perftest: perf LAB SERVER CLIENT [-- TOOL ARGS]");
+  cmd->add_option("lab", a->lab, "Lab name")->required();
+  cmd->add_option("server", a->server, "Host running the server side")->required();
+  cmd->add_option("client", a->client, "Host running the client side")->required();
+  cmd->add_option("--tool", a->tool,
+                  "ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_send_lat or "
+                  "ucx_perftest")
+      ->capture_default_str();
+  cmd->add_option("--timeout", a->timeout_s, "Seconds for the whole run")->capture_default_str();
+  cmd->add_option("extra", a->extra, "More arguments for the tool, after --");
+  cmd->add_flag("--json", a->json,
+                "The result as one JSON object (docs/json.md): perftest's table as measured "
+                "and in the real fabric's units, the tool's output");
+  cmd->callback([a, &cl] {
+    if (!a->extra.empty() && a->extra.front() == "--") a->extra.erase(a->extra.begin());
+    cl.exit = cmd_perf(*a, cl.base);
+  });
 }
 
 }  // namespace fabemu::cli

@@ -1,6 +1,8 @@
 // `predict LAB`: what the link model predicts for each collective in a lab that is up, from the
 // shapes its links have now: a table, or (--json) the JSON `fabemu-collective --predict` reads.
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
 
 #include "apply/lab.h"
 #include "cli/commands.h"
@@ -62,6 +64,24 @@ int cmd_predict(const std::string& lab, const std::string& transport, bool json,
   }
   print_table(predictions);
   return kExitOk;
+}
+
+void add_predict_command(CLI::App& app, CommandLine& cl) {
+  struct Args {
+    std::string lab, transport = "tcp";
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "predict",
+      "The link model's prediction for each collective (Gloo's algorithms over the fabric's "
+      "routes and current link shapes): busbw at 64K to 256M, the bottleneck");
+  cmd->add_option("lab", a->lab, "Lab name")->required();
+  cmd->add_flag("--json", a->json,
+                "The model as one JSON object (docs/json.md; what fabemu-collective --predict "
+                "reads)");
+  cmd->add_option("--transport", a->transport, "tcp or ibverbs")->capture_default_str();
+  cmd->callback([a, &cl] { cl.exit = cmd_predict(a->lab, a->transport, a->json, cl.base); });
 }
 
 }  // namespace fabemu::cli

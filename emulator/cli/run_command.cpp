@@ -1,6 +1,8 @@
 // `run`: build the lab, check reachability, run the workload while the fault timeline plays and
 // telemetry is sampled, print the summary, write the report, check expectations, tear down.
 #include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <memory>
 
 #include <chrono>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include "runtime/reachability.h"
 #include "runtime/telemetry.h"
 #include "runtime/workload.h"
+#include "scenario/loader.h"
 #include "util/files.h"
 #include "util/units.h"
 
@@ -298,6 +301,51 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
     print_json(run_json(m, report, dir, run.keep, code));
   }
   return code;
+}
+
+void add_run_command(CLI::App& app, CommandLine& cl) {
+  struct Args {
+    UpArgs up;
+    RunArgs run;
+    bool vm = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "run",
+      "Build the fabric, check it, run the workload while the fault timeline plays, report "
+      "(terminal, JSON lines, HTML), check the scenario's expectations, tear down");
+  add_build_options(cmd, a->up);
+  cmd->add_flag("--keep", a->run.keep, "Leave the lab up afterwards");
+  cmd->add_option("--report", a->run.report_dir,
+                  "Directory for report.html, report.jsonl and topology.svg (default: "
+                  "fabemu-reports/LAB-DATE-TIME)");
+  cmd->add_flag("--vm", a->vm, std::string(kVmHelp) + "; the report comes back to this machine")
+      ->excludes("--on")
+      ->excludes("--keep");
+  cmd->add_flag("--json", a->run.json,
+                "The result as one JSON object on stdout (docs/json.md): the report's records "
+                "but the telemetry samples; the run's text goes to stderr")
+      ->excludes("--on")
+      ->excludes("--vm");
+  cmd->callback([a, &cl] {
+    if (a->vm) {
+      std::string lab = a->up.lab;
+      if (lab.empty()) {
+        auto s = load_scenario_file(a->up.scenario);
+        if (!s) {
+          print_error(s.error().what());
+          cl.exit = kExitBadInput;
+          return;
+        }
+        lab = s->name;
+      }
+      cl.exit = cmd_in_vm(cl.without("--vm"),
+                          a->run.report_dir.empty() ? default_report_dir(lab) : a->run.report_dir);
+      return;
+    }
+    cl.exit =
+        a->up.on.empty() ? cmd_run(a->up, a->run, cl.base) : cluster_run(a->up, a->run, cl.base);
+  });
 }
 
 }  // namespace fabemu::cli

@@ -1,5 +1,7 @@
 // `status`: a lab's state (runtime/lab_status) rendered as tables or as one JSON object.
 #include <fnmatch.h>
+#include <CLI/CLI.hpp>
+#include <memory>
 
 #include <algorithm>
 #include <cstdio>
@@ -463,6 +465,30 @@ int cmd_status(const std::string& lab, bool json, const StatusView& view, const 
   if (!status) return lab_error(status.error());
   show_status(session::status_json(*status), json, view);
   return status->missing.empty() ? kExitOk : kExitFailed;
+}
+
+void add_status_command(CLI::App& app, CommandLine& cl) {
+  struct Args {
+    std::string lab, on;
+    bool json = false;
+    StatusView view;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("status", "Nodes, links, addresses and counters of a lab");
+  cmd->add_option("lab", a->lab, "Lab name (none: list labs)");
+  cmd->add_flag("--json", a->json, "The result as one JSON object (docs/json.md)");
+  cmd->add_option("--node", a->view.nodes,
+                  "Only this node and its links (a name or a glob: 'leaf1*'; repeatable)");
+  cmd->add_option("--link", a->view.links, "Only this link (a:b or a glob: 'leaf1:*'; repeatable)");
+  cmd->add_flag("--all", a->view.all,
+                "Every node and link, also of a big lab (more than 64 of either: by default a "
+                "summary by tier)");
+  cmd->add_option("--on", a->on, kOnHelp);
+  cmd->callback([a, &cl] {
+    cl.exit = a->on.empty() || a->lab.empty()
+                  ? cmd_status(a->lab, a->json, a->view, cl.base)
+                  : cluster_status(a->lab, a->json, a->view, a->on, cl.base);
+  });
 }
 
 }  // namespace fabemu::cli
