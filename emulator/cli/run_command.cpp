@@ -80,6 +80,7 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
       s.collective = c->collective;
       if (auto text = read_file(r.json_lines)) s.results = read_benchmark_results(*text);
     }
+    if (live && !r.table.empty()) std::printf("%s", r.table.c_str());
     if (live) print_step(m, s);
     ok = ok && r.ok;
     report.steps.push_back(std::move(s));

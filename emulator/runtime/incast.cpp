@@ -139,89 +139,99 @@ std::string ratio(double got, double of) {
   return of > 0 ? printf_string("%.3f", got / of) : "-";
 }
 
-}  // namespace
+// The step, planned: every pair's server and client command lines, fair shares, RDMA blocks.
+struct IncastPlan {
+  bool traffic = false, rdma = false;
+  const char* kind = "incast";
+  int secs = 1;  // whole seconds of wall clock (the tools' unit), at least the real duration
+  int dscp = 0;
+  uint64_t recv_rate = 0;  // an incast's receiver's link rate (0: a traffic step)
+  std::vector<Pair> pairs;
+};
 
-StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, const IncastStep& s,
-                      std::chrono::seconds timeout, bool echo) {
+// The server and client command lines of pair `i`.
+void plan_commands(const LabModel& m, const LabPaths& paths, const IncastPlan& plan, size_t i,
+                   Pair& p) {
+  const std::string to_addr = m.addresses.host_address(m.topo, p.server_node).str();
+  if (plan.rdma) {
+    // A dilated lab's RC timeout grows with it (as `perf` does).
+    const int timeout_exp =
+        std::min(31, 14 + static_cast<int>(std::ceil(std::log2(m.time_scale.factor))));
+    p.port = kPerftestPort + static_cast<int>(i);
+    auto side = [&](const std::string& host) {
+      return std::vector<std::string>{"ib_write_bw",
+                                      "-d",
+                                      paths.rxe_name(host),
+                                      "-x",
+                                      "1",
+                                      "-F",
+                                      "-p",
+                                      std::to_string(p.port),
+                                      "--report_gbits",
+                                      "-u",
+                                      std::to_string(timeout_exp)};
+    };
+    p.server_argv = side(p.flow.to);
+    p.client_argv = side(p.flow.from);
+    p.client_argv.push_back(to_addr);
+    return;
+  }
+  p.port = kIperfPort + static_cast<int>(i);
+  p.server_argv = iperf_server(p.port);
+  p.client_argv = iperf_client(to_addr, p.port, plan.secs, plan.dscp);
+}
+
+// Checks the step against the lab, and plans it; `failure` says why not.
+IncastPlan plan_incast(const LabModel& m, const LabPaths& paths, const IncastStep& s,
+                       std::string& failure) {
   const Topology& t = m.topo;
-  const TimeScale& ts = m.time_scale;
-  StepResult r;
-  const bool traffic = s.is_traffic();
-  const char* kind = traffic ? "traffic" : "incast";
-  r.title = "workload[" + std::to_string(index) + "] " + kind + " " +
-            (traffic ? std::to_string(s.flows.size()) + " flows"
-                     : std::to_string(s.senders.size()) + " -> " + s.receiver) +
-            " (" + s.transport + ")";
+  IncastPlan plan;
+  plan.traffic = s.is_traffic();
+  plan.kind = plan.traffic ? "traffic" : "incast";
+  plan.rdma = s.transport == "rdma";
   if (m.part) {
-    r.failure =
-        std::string(kind) + " across machines is not supported yet; place it on one machine";
-    return r;
+    failure =
+        std::string(plan.kind) + " across machines is not supported yet; place it on one machine";
+    return plan;
   }
-  const bool rdma = s.transport == "rdma";
-  if (rdma && !m.rdma.rxe) {
-    r.failure = "transport rdma needs rxe on the hosts, and this lab has none: " + m.rdma.why_not;
-    return r;
+  if (plan.rdma && !m.rdma.rxe) {
+    failure = "transport rdma needs rxe on the hosts, and this lab has none: " + m.rdma.why_not;
+    return plan;
   }
-  const std::string tool = rdma ? "ib_write_bw" : "iperf3";
+  const std::string tool = plan.rdma ? "ib_write_bw" : "iperf3";
   if (!find_program(tool)) {
-    r.failure = tool + " is not installed (apt install " + (rdma ? "perftest" : "iperf3") + ")";
-    return r;
+    failure = tool + " is not installed (apt install " + (plan.rdma ? "perftest" : "iperf3") + ")";
+    return plan;
   }
-  // Whole seconds of wall clock (the tools' unit), at least the real duration asked for.
-  const uint64_t wall_ns = ts.wall_ns(s.duration_ns);
-  const int secs = static_cast<int>(std::max<uint64_t>(1, (wall_ns + 999'999'999) / 1'000'000'000));
+  const uint64_t wall_ns = m.time_scale.wall_ns(s.duration_ns);
+  plan.secs = static_cast<int>(std::max<uint64_t>(1, (wall_ns + 999'999'999) / 1'000'000'000));
   const auto lossless = m.scenario.fabric.lossless_class();
-  const int dscp = s.dscp.value_or(lossless.dscp.empty() ? 0 : lossless.dscp.front());
-  const uint64_t recv_rate = traffic ? 0 : receiver_rate(m, t.find(s.receiver));
+  plan.dscp = s.dscp.value_or(lossless.dscp.empty() ? 0 : lossless.dscp.front());
+  plan.recv_rate = plan.traffic ? 0 : receiver_rate(m, t.find(s.receiver));
   const uint32_t payload = m.scenario.fabric.mtu - 28;  // IPv4 + UDP headers
-  // A dilated lab's RC timeout grows with it (as `perf` does).
-  const int timeout_exp = std::min(31, 14 + static_cast<int>(std::ceil(std::log2(ts.factor))));
 
   std::vector<std::pair<std::string, std::string>> ends = s.flows;
   for (const std::string& from : s.senders) ends.emplace_back(from, s.receiver);
-  std::vector<Pair> pairs;
   for (size_t i = 0; i < ends.size(); ++i) {
     Pair p;
-    p.flow = {traffic ? "flow" : "incast", ends[i].first, ends[i].second};
+    p.flow = {plan.traffic ? "flow" : "incast", ends[i].first, ends[i].second};
     p.server_node = t.find(ends[i].second);
     p.client_node = t.find(ends[i].first);
-    const std::string to_addr = m.addresses.host_address(t, p.server_node).str();
-    if (rdma) {
-      p.port = kPerftestPort + static_cast<int>(i);
-      auto side = [&](const std::string& host) {
-        return std::vector<std::string>{"ib_write_bw",
-                                        "-d",
-                                        paths.rxe_name(host),
-                                        "-x",
-                                        "1",
-                                        "-F",
-                                        "-p",
-                                        std::to_string(p.port),
-                                        "--report_gbits",
-                                        "-u",
-                                        std::to_string(timeout_exp)};
-      };
-      p.server_argv = side(ends[i].second);
-      p.client_argv = side(ends[i].first);
-      p.client_argv.push_back(to_addr);
-    } else {
-      p.port = kIperfPort + static_cast<int>(i);
-      p.server_argv = iperf_server(p.port);
-      p.client_argv = iperf_client(to_addr, p.port, secs, dscp);
-      if (s.transport == "udp") {
-        p.flow.lost = 0;
-        // Unless given: the receiving host's link rate (N incast senders offer N times it).
-        const uint64_t offered = s.rate_bps.value_or(receiver_rate(m, p.server_node));
-        if (!offered) {
-          r.failure = std::string("udp ") + kind +
-                      ": the receiver's link has no rate; give rate: per sender";
-          return r;
-        }
-        p.client_argv.insert(p.client_argv.end(), {"-u", "-b", std::to_string(ts.wall_bps(offered)),
-                                                   "-l", std::to_string(payload)});
+    plan_commands(m, paths, plan, i, p);
+    if (!plan.rdma && s.transport == "udp") {
+      p.flow.lost = 0;
+      // Unless given: the receiving host's link rate (N incast senders offer N times it).
+      const uint64_t offered = s.rate_bps.value_or(receiver_rate(m, p.server_node));
+      if (!offered) {
+        failure = std::string("udp ") + plan.kind +
+                  ": the receiver's link has no rate; give rate: per sender";
+        return plan;
       }
+      p.client_argv.insert(p.client_argv.end(),
+                           {"-u", "-b", std::to_string(m.time_scale.wall_bps(offered)), "-l",
+                            std::to_string(payload)});
     }
-    pairs.push_back(std::move(p));
+    plan.pairs.push_back(std::move(p));
   }
   if (s.victim) {
     Pair p;
@@ -230,16 +240,16 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
     p.client_node = t.find(s.victim->from);
     p.port = kVictimPort;
     p.server_argv = iperf_server(p.port);
-    p.client_argv =
-        iperf_client(m.addresses.host_address(t, p.server_node).str(), p.port, secs, dscp);
-    pairs.push_back(std::move(p));
+    p.client_argv = iperf_client(m.addresses.host_address(t, p.server_node).str(), p.port,
+                                 plan.secs, plan.dscp);
+    plan.pairs.push_back(std::move(p));
   }
   // What each flow deserves: max-min over the fabric as the scenario shapes it.
   std::vector<std::pair<int, int>> nodes;
-  for (const Pair& p : pairs) nodes.emplace_back(p.client_node, p.server_node);
+  for (const Pair& p : plan.pairs) nodes.emplace_back(p.client_node, p.server_node);
   const std::vector<double> fair = max_min_rates(t, nodes);
-  for (size_t i = 0; i < pairs.size(); ++i)
-    pairs[i].flow.fair_bps = std::isinf(fair[i]) ? 0 : fair[i];
+  for (size_t i = 0; i < plan.pairs.size(); ++i)
+    plan.pairs[i].flow.fair_bps = std::isinf(fair[i]) ? 0 : fair[i];
   // RDMA: each sender writes what the receiver's link carries in the step's duration (N
   // senders of an incast take N times as long together; a traffic step's flows their fair
   // share's worth), a fixed block as in a real incast. Not ib_write_bw's duration mode (-D),
@@ -247,10 +257,10 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   // write every ~0.2 s of wall clock there, so its window counted 0 or 1 write. A block of
   // only the fair share's worth overlapped too little (the clients start tens of us of the
   // real fabric apart under an emulated CPU): no drop without PFC in one run.
-  if (rdma)
-    for (Pair& p : pairs) {
+  if (plan.rdma)
+    for (Pair& p : plan.pairs) {
       if (p.flow.role == "victim") continue;
-      const double bps = recv_rate > 0 ? double(recv_rate) : p.flow.fair_bps;
+      const double bps = plan.recv_rate > 0 ? double(plan.recv_rate) : p.flow.fair_bps;
       const double bytes = bps > 0 ? bps * double(s.duration_ns) * 1e-9 / 8 : 64e6;
       const uint64_t iters = std::clamp<uint64_t>(
           static_cast<uint64_t>(std::ceil(bytes / kRdmaWriteBytes)), 20, 1'000'000);
@@ -259,63 +269,68 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
         argv->insert(argv->begin() + 1,
                      {"-s", std::to_string(kRdmaWriteBytes), "-n", std::to_string(iters)});
     }
+  return plan;
+}
 
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = ProcessClock::now() + timeout;
+// Every pair's server, started and listening.
+Result<std::vector<Process>> start_servers(const LabModel& m, const LabPaths& paths,
+                                           const std::vector<Pair>& pairs,
+                                           ProcessClock::time_point deadline) {
   std::vector<Process> servers;
   for (const Pair& p : pairs) {
     ProcessSpec spec = node_process(node_context(m, paths, p.server_node), p.server_argv);
     spec.out = spec.err = Stdio::Null;
     auto proc = Process::start(spec);
-    if (!proc) {
-      r.failure = proc.error().what();
-      return r;
-    }
+    if (!proc) return proc.error();
     servers.push_back(std::move(*proc));
   }
   for (size_t i = 0; i < pairs.size(); ++i) {
     const std::string netns = node_netns_path(m, paths, pairs[i].server_node);
     while (!listening_in(servers[i].pid(), netns, pairs[i].port)) {
-      if (servers[i].poll() || ProcessClock::now() > deadline) {
-        r.failure = "the " + pairs[i].server_argv[0] + " server on " +
-                    t.nodes[pairs[i].server_node].name + " did not listen on port " +
-                    std::to_string(pairs[i].port);
-        return r;
-      }
+      if (servers[i].poll() || ProcessClock::now() > deadline)
+        return make_error("the " + pairs[i].server_argv[0] + " server on " +
+                          m.topo.nodes[pairs[i].server_node].name + " did not listen on port " +
+                          std::to_string(pairs[i].port));
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  // rxe's own view of the losses: the senders' retries (go-back-N after a timeout or a NAK)
-  // and the receiver's out-of-sequence packets, before and after.
-  auto rxe_counter = [&](const std::string& host, const char* name) {
-    return rxe_hw_counter(paths.rxe_name(host), name);
-  };
-  std::vector<uint64_t> retries_before;
-  uint64_t seq_err_before = 0;
-  if (rdma) {
-    for (const Pair& p : pairs)
-      retries_before.push_back(rxe_counter(p.flow.from, "completer_retry_err"));
-    if (!traffic) seq_err_before = rxe_counter(s.receiver, "rcvd_seq_err");
+  return servers;
+}
+
+// rxe's own view of an RDMA step: each sender's retries (go-back-N after a timeout or a NAK)
+// and the receiver's out-of-sequence packets before the clients start, and each sender's frames
+// sent and ACKs received so far.
+struct RxeBefore {
+  std::vector<uint64_t> retries, sent, acks;
+  uint64_t seq_err = 0;
+};
+
+uint64_t rxe_counter(const LabPaths& paths, const std::string& host, const char* name) {
+  return rxe_hw_counter(paths.rxe_name(host), name);
+}
+
+RxeBefore read_rxe_before(const LabPaths& paths, const IncastStep& s, const IncastPlan& plan) {
+  RxeBefore b;
+  if (!plan.rdma) return b;
+  for (const Pair& p : plan.pairs) {
+    b.retries.push_back(rxe_counter(paths, p.flow.from, "completer_retry_err"));
+    b.sent.push_back(rxe_counter(paths, p.flow.from, "sent_pkts"));
+    b.acks.push_back(rxe_counter(paths, p.flow.from, "rcvd_pkts"));
   }
-  // RDMA clients write a block; one whose QP stalls (a lost frame, rxe's retransmission timeout
-  // dilated: minutes of wall clock) is stopped at three times the time its block needs when the
-  // senders share the receiver, plus 10 s.
-  const double rdma_limit_s =
-      3 * ts.wall_s(double(s.duration_ns) * 1e-9) * double(std::max<size_t>(1, s.senders.size())) +
-      10;
-  const auto rdma_limit = std::chrono::milliseconds(static_cast<int64_t>(rdma_limit_s * 1000));
-  std::vector<std::string> stalled;
-  // Each RDMA sender's frames sent and ACKs received so far, before any client starts.
-  std::vector<uint64_t> sent0(pairs.size()), acks_last(pairs.size());
-  if (rdma)
-    for (size_t i = 0; i < pairs.size(); ++i) {
-      sent0[i] = rxe_counter(pairs[i].flow.from, "sent_pkts");
-      acks_last[i] = rxe_counter(pairs[i].flow.from, "rcvd_pkts");
-    }
-  // Every client at once.
+  if (!plan.traffic) b.seq_err = rxe_counter(paths, s.receiver, "rcvd_seq_err");
+  return b;
+}
+
+// Every client at once, each until the deadline (RDMA: `rdma_limit`). RDMA: when each sender's
+// device first sent a frame of its writes and last got an ACK, from its rxe counters every 5 ms:
+// the flow's goodput is its bytes over that time. (ib_write_bw's own figures are not used: in
+// the VM lane it printed 0.000000 for flows that wrote all they were asked to, now and then, in
+// its duration mode and its iteration mode alike.)
+void run_clients(const LabModel& m, const LabPaths& paths, IncastPlan& plan, RxeBefore rxe,
+                 ProcessClock::time_point deadline, std::chrono::milliseconds rdma_limit) {
   std::vector<std::thread> clients;
   const auto clients_start = std::chrono::steady_clock::now();
-  for (Pair& p : pairs) {
+  for (Pair& p : plan.pairs) {
     clients.emplace_back([&, pp = &p] {
       pp->started_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - clients_start).count();
@@ -326,7 +341,7 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
       o.before_exec = spec.before_exec;
       o.timeout =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - ProcessClock::now());
-      if (rdma) o.timeout = std::min(o.timeout, rdma_limit);
+      if (plan.rdma) o.timeout = std::min(o.timeout, rdma_limit);
       auto out = run_captured(pp->client_argv, o);
       if (!out)
         pp->flow.failure = out.error().what();
@@ -334,25 +349,21 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
         pp->outcome = std::move(*out);
     });
   }
-  // RDMA: when each sender's device first sent a frame of its writes and last got an ACK, from
-  // its rxe counters every 5 ms: the flow's goodput is its bytes over that time. (ib_write_bw's
-  // own figures are not used: in the VM lane it printed 0.000000 for flows that wrote all they
-  // were asked to, now and then, in its duration mode and its iteration mode alike.)
   std::atomic<bool> clients_done{false};
   std::thread sampler;
-  if (rdma)
+  if (plan.rdma)
     sampler = std::thread([&] {
       for (bool last = false; !last;) {
         last = clients_done.load();  // one more sample after the clients have exited
         const double now =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - clients_start).count();
-        for (size_t i = 0; i < pairs.size(); ++i) {
-          Pair& p = pairs[i];
+        for (size_t i = 0; i < plan.pairs.size(); ++i) {
+          Pair& p = plan.pairs[i];
           if (p.flow.role == "victim") continue;
-          if (p.active.from == 0 && rxe_counter(p.flow.from, "sent_pkts") > sent0[i])
+          if (p.active.from == 0 && rxe_counter(paths, p.flow.from, "sent_pkts") > rxe.sent[i])
             p.active.from = now;
-          const uint64_t acks = rxe_counter(p.flow.from, "rcvd_pkts");
-          if (acks > acks_last[i]) p.active.to = now, acks_last[i] = acks;
+          const uint64_t acks = rxe_counter(paths, p.flow.from, "rcvd_pkts");
+          if (acks > rxe.acks[i]) p.active.to = now, rxe.acks[i] = acks;
         }
         if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
@@ -360,52 +371,53 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   for (std::thread& c : clients) c.join();
   clients_done = true;
   if (sampler.joinable()) sampler.join();
-  for (Process& p : servers) p.stop(std::chrono::seconds(2));
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    Pair& p = pairs[i];
-    FlowResult& f = p.flow;
-    if (rdma) f.retransmits = rxe_counter(f.from, "completer_retry_err") - retries_before[i];
-    if (f.failure.empty() && p.outcome.timed_out && rdma) {
-      // A QP that lost a frame waits out rxe's retransmission timeout, dilated like every
-      // time: as long as its data stops, so does the flow. A result, not an error.
-      f.stalled_s = ts.real_s(rdma_limit_s - std::min(rdma_limit_s, p.active.to));
-      stalled.push_back(f.from + " -> " + f.to);
-    } else if (f.failure.empty() && p.outcome.timed_out) {
-      f.failure = "timed out";
-    } else if (f.failure.empty() && p.outcome.status != 0) {
-      f.failure = p.client_argv[0] + " exited with status " + std::to_string(p.outcome.status);
-      // iperf3 -J says why in its JSON; perftest on standard error.
-      const Json j = Json::parse(p.outcome.out, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("error") && j["error"].is_string())
-        f.failure += ": " + j["error"].get<std::string>();
-      else if (!p.outcome.err.empty())
-        f.failure += ": " + p.outcome.err.substr(
-                                p.outcome.err.size() > 300 ? p.outcome.err.size() - 300 : 0);
-    }
-    if (f.failure.empty()) {
-      if (rdma && f.role != "victim" && p.outcome.timed_out) {
-        p.active = {};  // it did not write its block: what it did write is not known
-      } else if (rdma && f.role != "victim") {
-        // All its writes completed (ib_write_bw exits 0 only then): bytes over the time its
-        // device sent them until the last ACK came back, in the step's clock.
-        p.started_s = 0;
-        p.active.bytes = double(p.rdma_writes * kRdmaWriteBytes);
-        if (p.active.to > p.active.from)
-          f.bps = p.active.bytes * 8 / (p.active.to - p.active.from) * ts.factor;
-        else
-          f.failure = "its rxe device counted no frame sent and acknowledged";
-      } else {
-        read_iperf(p.outcome.out, ts.factor, traffic, f, p.active);
-      }
-    }
-    if (!f.failure.empty()) f.failure = f.from + " -> " + f.to + ": " + f.failure;
-    r.flows.push_back(f);
+// What pair `p`'s client said, as its flow's figures or failure.
+void judge_flow(const IncastPlan& plan, const TimeScale& ts, double rdma_limit_s, Pair& p,
+                bool& stalled) {
+  FlowResult& f = p.flow;
+  const bool rdma = plan.rdma;
+  if (f.failure.empty() && p.outcome.timed_out && rdma) {
+    // A QP that lost a frame waits out rxe's retransmission timeout, dilated like every
+    // time: as long as its data stops, so does the flow. A result, not an error.
+    f.stalled_s = ts.real_s(rdma_limit_s - std::min(rdma_limit_s, p.active.to));
+    stalled = true;
+  } else if (f.failure.empty() && p.outcome.timed_out) {
+    f.failure = "timed out";
+  } else if (f.failure.empty() && p.outcome.status != 0) {
+    f.failure = p.client_argv[0] + " exited with status " + std::to_string(p.outcome.status);
+    // iperf3 -J says why in its JSON; perftest on standard error.
+    const Json j = Json::parse(p.outcome.out, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("error") && j["error"].is_string())
+      f.failure += ": " + j["error"].get<std::string>();
+    else if (!p.outcome.err.empty())
+      f.failure +=
+          ": " + p.outcome.err.substr(p.outcome.err.size() > 300 ? p.outcome.err.size() - 300 : 0);
   }
-  // The receiver's total: what arrived over the time any incast flow was arriving (flows that
-  // take turns do not add up past the link), each flow's intervals placed by its client's
-  // start. Without the receivers' intervals (rdma), the sum of the flows' rates.
+  if (f.failure.empty()) {
+    if (rdma && f.role != "victim" && p.outcome.timed_out) {
+      p.active = {};  // it did not write its block: what it did write is not known
+    } else if (rdma && f.role != "victim") {
+      // All its writes completed (ib_write_bw exits 0 only then): bytes over the time its
+      // device sent them until the last ACK came back, in the step's clock.
+      p.started_s = 0;
+      p.active.bytes = double(p.rdma_writes * kRdmaWriteBytes);
+      if (p.active.to > p.active.from)
+        f.bps = p.active.bytes * 8 / (p.active.to - p.active.from) * ts.factor;
+      else
+        f.failure = "its rxe device counted no frame sent and acknowledged";
+    } else {
+      read_iperf(p.outcome.out, ts.factor, plan.traffic, f, p.active);
+    }
+  }
+  if (!f.failure.empty()) f.failure = f.from + " -> " + f.to + ": " + f.failure;
+}
+
+// The receiver's total: what arrived over the time any incast flow was arriving (flows that
+// take turns do not add up past the link), each flow's intervals placed by its client's
+// start. Without the receivers' intervals (rdma), the sum of the flows' rates.
+double receiver_total(const std::vector<Pair>& pairs, double factor) {
   double from = 1e300, to = -1e300, bytes = 0, sum = 0;
   for (const Pair& p : pairs) {
     if (p.flow.role != "incast") continue;
@@ -415,25 +427,28 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
     to = std::max(to, p.started_s + p.active.to);
     bytes += p.active.bytes;
   }
-  const double total = to > from ? bytes * 8 / (to - from) * ts.factor : sum;
-  for (const FlowResult& f : r.flows)
-    if (!f.failure.empty()) r.failure += (r.failure.empty() ? "" : "; ") + f.failure;
-  r.ok = r.failure.empty();
+  return to > from ? bytes * 8 / (to - from) * factor : sum;
+}
 
-  std::string real_note = ts.dilated()
+// The flows as a table: goodput beside the fair share, loss or retries, stalls.
+std::string flow_table(const LabModel& m, const IncastStep& s, const IncastPlan& plan,
+                       const StepResult& r) {
+  const bool rdma = plan.rdma, traffic = plan.traffic;
+  std::string real_note = m.time_scale.dilated()
                               ? ", " + format_time_short(s.duration_ns) + " of the real fabric (" +
-                                    std::to_string(secs) + " s of wall clock)"
-                              : ", " + std::to_string(secs) + " s";
-  if (rdma && !pairs.empty())  // blocks, not a time: the senders of an incast take N times it
+                                    std::to_string(plan.secs) + " s of wall clock)"
+                              : ", " + std::to_string(plan.secs) + " s";
+  if (rdma && !plan.pairs.empty())  // blocks, not a time: an incast's senders take N times it
     real_note =
         traffic ? ", a block each: its fair share's worth of " + format_time_short(s.duration_ns)
-                : ", " + format_size(pairs.front().rdma_writes * kRdmaWriteBytes) + " each (" +
+                : ", " + format_size(plan.pairs.front().rdma_writes * kRdmaWriteBytes) + " each (" +
                       s.receiver + "'s link's worth of " + format_time_short(s.duration_ns) + ")";
-  std::string text = std::string(kind) + ": " +
+  std::string text = std::string(plan.kind) + ": " +
                      (traffic ? std::to_string(s.flows.size()) + " flows"
                               : std::to_string(s.senders.size()) + " senders -> " + s.receiver) +
-                     " (" + s.transport + (rdma ? ", RoCEv2" : ", dscp " + std::to_string(dscp)) +
-                     ")" + real_note + "\n";
+                     " (" + s.transport +
+                     (rdma ? ", RoCEv2" : ", dscp " + std::to_string(plan.dscp)) + ")" + real_note +
+                     "\n";
   // A traffic step says how long each flow had stopped at the end (a deadlock shows there).
   const bool stalls = traffic && !rdma;
   text +=
@@ -455,29 +470,89 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
         format_rate_short(f.bps).c_str(), f.fair_bps ? format_rate_short(f.fair_bps).c_str() : "-",
         ratio(f.bps, f.fair_bps).c_str(), extra.c_str(), f.role == "victim" ? "  (victim)" : "");
   }
-  if (traffic) {
+  return text + "  " + r.note + "\n";
+}
+
+// The step's note: the flows against their fair shares, or the receiver against its link; rxe's
+// view; the QPs that stalled.
+std::string step_note(const LabModel& m, const LabPaths& paths, const IncastStep& s,
+                      const IncastPlan& plan, const StepResult& r, const RxeBefore& rxe,
+                      const std::vector<std::string>& stalled, double rdma_limit_s) {
+  std::string note;
+  if (plan.traffic) {
     double sum = 0, fair = 0;
     for (const FlowResult& f : r.flows) sum += f.bps, fair += f.fair_bps;
-    r.note = "all flows: " + format_rate_short(sum) + " of their fair shares' " +
-             format_rate_short(fair) + " (" + ratio(sum, fair) + ")";
+    note = "all flows: " + format_rate_short(sum) + " of their fair shares' " +
+           format_rate_short(fair) + " (" + ratio(sum, fair) + ")";
   } else {
-    r.note = "receiver " + s.receiver + ": " + format_rate_short(total) +
-             (recv_rate ? " of its link's " + format_rate_short(double(recv_rate)) + " (" +
-                              ratio(total, double(recv_rate)) + ")"
-                        : "");
+    const double total = receiver_total(plan.pairs, m.time_scale.factor);
+    const double link = double(plan.recv_rate);
+    note = "receiver " + s.receiver + ": " + format_rate_short(total) +
+           (plan.recv_rate
+                ? " of its link's " + format_rate_short(link) + " (" + ratio(total, link) + ")"
+                : "");
   }
-  if (rdma && !traffic)
-    r.note += "; rxe rcvd_seq_err on " + s.receiver + ": " +
-              std::to_string(rxe_counter(s.receiver, "rcvd_seq_err") - seq_err_before);
+  if (plan.rdma && !plan.traffic)
+    note += "; rxe rcvd_seq_err on " + s.receiver + ": " +
+            std::to_string(rxe_counter(paths, s.receiver, "rcvd_seq_err") - rxe.seq_err);
   if (!stalled.empty()) {
     std::string names;
     for (const std::string& f : stalled) names += (names.empty() ? "" : ", ") + f;
-    r.note += "; stalled (their QPs wait out rxe's retransmission timeout, stopped after " +
-              printf_string("%.0f", rdma_limit_s) + " s of wall clock without all their writes " +
-              "done): " + names;
+    note += "; stalled (their QPs wait out rxe's retransmission timeout, stopped after " +
+            printf_string("%.0f", rdma_limit_s) + " s of wall clock without all their writes " +
+            "done): " + names;
   }
-  text += "  " + r.note + "\n";
-  if (echo) std::printf("%s", text.c_str());
+  return note;
+}
+
+}  // namespace
+
+StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, const IncastStep& s,
+                      std::chrono::seconds timeout) {
+  const TimeScale& ts = m.time_scale;
+  StepResult r;
+  const bool traffic = s.is_traffic();
+  r.title = "workload[" + std::to_string(index) + "] " + (traffic ? "traffic " : "incast ") +
+            (traffic ? std::to_string(s.flows.size()) + " flows"
+                     : std::to_string(s.senders.size()) + " -> " + s.receiver) +
+            " (" + s.transport + ")";
+  IncastPlan plan = plan_incast(m, paths, s, r.failure);
+  if (!r.failure.empty()) return r;
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = ProcessClock::now() + timeout;
+  auto servers = start_servers(m, paths, plan.pairs, deadline);
+  if (!servers) {
+    r.failure = servers.error().what();
+    return r;
+  }
+  const RxeBefore rxe = read_rxe_before(paths, s, plan);
+  // RDMA clients write a block; one whose QP stalls (a lost frame, rxe's retransmission timeout
+  // dilated: minutes of wall clock) is stopped at three times the time its block needs when the
+  // senders share the receiver, plus 10 s.
+  const double rdma_limit_s =
+      3 * ts.wall_s(double(s.duration_ns) * 1e-9) * double(std::max<size_t>(1, s.senders.size())) +
+      10;
+  run_clients(m, paths, plan, rxe, deadline,
+              std::chrono::milliseconds(static_cast<int64_t>(rdma_limit_s * 1000)));
+  for (Process& p : *servers) p.stop(std::chrono::seconds(2));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::vector<std::string> stalled;
+  for (size_t i = 0; i < plan.pairs.size(); ++i) {
+    Pair& p = plan.pairs[i];
+    if (plan.rdma)
+      p.flow.retransmits = rxe_counter(paths, p.flow.from, "completer_retry_err") - rxe.retries[i];
+    bool stall = false;
+    judge_flow(plan, ts, rdma_limit_s, p, stall);
+    if (stall) stalled.push_back(p.flow.from + " -> " + p.flow.to);
+    r.flows.push_back(p.flow);
+  }
+  for (const FlowResult& f : r.flows)
+    if (!f.failure.empty()) r.failure += (r.failure.empty() ? "" : "; ") + f.failure;
+  r.ok = r.failure.empty();
+  r.note = step_note(m, paths, s, plan, r, rxe, stalled, rdma_limit_s);
+  r.table = flow_table(m, s, plan, r);
   return r;
 }
 

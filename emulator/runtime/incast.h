@@ -10,8 +10,8 @@
 namespace fabemu {
 
 // Runs `step` (workload step `index`): servers first, every client at once when they all
-// listen, then reads their reports. Prints the flows unless `echo` is false.
+// listen, then reads their reports; the flows' table in the result (`table`), not printed.
 StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index,
-                      const IncastStep& step, std::chrono::seconds timeout, bool echo);
+                      const IncastStep& step, std::chrono::seconds timeout);
 
 }  // namespace fabemu

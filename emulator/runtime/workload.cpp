@@ -212,7 +212,7 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
   std::vector<std::string> argv;
 
   if (const auto* in = std::get_if<IncastStep>(&w.step))
-    return run_incast(m, paths, index, *in, timeout, o.echo);
+    return run_incast(m, paths, index, *in, timeout);
   if (const auto* ls = std::get_if<LinksStep>(&w.step)) {
     // As `fabemu link set` on every link selected, with the maps opened once.
     r.title = "workload[" + std::to_string(index) + "] links " + ls->select + ": " + ls->set.str();

@@ -60,6 +60,7 @@ struct StepResult {
   std::string json_lines;         // the benchmark's JSON lines file (collectives), when written
   std::string note;               // something the numbers say that users should know
   std::vector<FlowResult> flows;  // incast steps
+  std::string table;              // incast steps: the flows as a table for the terminal
 };
 
 // A note when a collective's busbw fell far below the model's prediction (`ratio` fields of

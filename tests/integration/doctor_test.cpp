@@ -162,7 +162,8 @@ TEST(DoctorReport, JsonEscapesAndTableShowsCostOnlyWhenMissing) {
   };
   std::string json = doctor_json(kernel, probes);
   EXPECT_EQ(json,
-            "{\"kernel\":{\"release\":\"6.1.0-\\\"test\\\"\",\"root\":false},\"features\":["
+            "{\"schema\":1,\"command\":\"doctor\","
+            "\"kernel\":{\"release\":\"6.1.0-\\\"test\\\"\",\"root\":false},\"features\":["
             "{\"id\":\"sch_fq\",\"name\":\"fq qdisc\",\"status\":\"no\","
             "\"detail\":\"kernel said: \\\"no\\\"\\n\\tat\\\\x\\u0001\",\"cost\":\"no delay\"},"
             "{\"id\":\"veth\",\"name\":\"veth pairs\",\"status\":\"yes\",\"detail\":\"created\","
