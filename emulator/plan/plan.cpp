@@ -312,91 +312,97 @@ std::vector<std::string> needs_fq(const LabModel& m) {
   return out;
 }
 
-Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOptions& options) {
-  const Topology& t = m.topo;
-  Plan plan;
-  plan.lab = paths.lab;
-  plan.pool = pool;
-  using K = JournalEntry::Kind;
+namespace {
 
-  // The run dir (journal, scenario copy, pins, /etc overlay, per-host /tmp) goes last.
+using K = JournalEntry::Kind;
+
+// What every phase of make_plan reads: the lab, where it lives, what this machine builds.
+struct PlanContext {
+  const LabModel& m;
+  const LabPaths& paths;
+  int pool;
+  const PlanOptions& options;
+  bool ovs = false;           // switches are OVS bridges
+  bool local_switch = false;  // this machine builds a switch
+  bool shaped = false;        // some link has a shape
+  bool neighbours = false;    // peers as permanent neighbours
+  bool fixed_macs = false;
+  // The OVS namespace: the daemons and every switch port. Named like a node (the topology
+  // refuses nodes of that name), set up like a switch that does not forward itself.
+  Node ovs_node{kOvsNamespaceNode, Role::Switch};
+  std::vector<const Node*> namespaced;  // nodes with a namespace of their own
+  // A lab across machines: this machine builds its own nodes, and the ends of cut links.
+  bool local(int node) const { return local_node(m, node); }
+};
+
+// The run dir (journal, scenario copy, pins, /etc overlay, per-host /tmp) goes last.
+void plan_run_dir(Plan& plan, const PlanContext& c) {
+  const LabPaths& paths = c.paths;
   plan.journal.push_back({K::Mount, paths.run_dir()});
   plan.actions.push_back(MakeDir{paths.run_dir() + "/ns"});
-  if (options.netns_names) plan.actions.push_back(MakeDir{paths.netns_dir});
+  if (c.options.netns_names) plan.actions.push_back(MakeDir{paths.netns_dir});
   plan.actions.push_back(MakeDir{paths.uts_dir()});
   plan.actions.push_back(MakeDir{paths.tmp_dir()});
   plan.actions.push_back(MakeDir{paths.shared_dir()});
   plan.actions.push_back(MakeDir{paths.etc_dir()});
+}
 
-  const bool ovs = ovs_switches(m);
-  // A lab across machines: this machine builds its own nodes, and the ends of cut links.
-  auto local = [&](int node) { return local_node(m, node); };
-  bool local_switch = false;
-  std::vector<const Node*> namespaced;  // nodes with a namespace of their own
-  for (size_t n = 0; n < t.nodes.size(); ++n) {
-    if (!local(static_cast<int>(n))) continue;
-    if (!(ovs && t.nodes[n].role == Role::Switch)) namespaced.push_back(&t.nodes[n]);
-    local_switch |= t.nodes[n].role == Role::Switch;
-  }
-  // The OVS namespace: the daemons and every switch port. Named like a node (the topology
-  // refuses nodes of that name), set up like a switch that does not forward itself.
-  Node ovs_node{kOvsNamespaceNode, Role::Switch};
-  if (ovs && local_switch) namespaced.push_back(&ovs_node);
-  // Each namespace with its sysctls and loopback: independent of the others.
+// Each namespace with its sysctls and loopback: independent of the others.
+void plan_namespaces(Plan& plan, const PlanContext& c) {
+  const LabModel& m = c.m;
+  const LabPaths& paths = c.paths;
+  const Topology& t = m.topo;
   ParallelRange namespaces{plan.actions.size()};
-  for (const Node* np : namespaced) {
+  for (const Node* np : c.namespaced) {
     const Node& n = *np;
     const std::string ns = paths.ns_name(n.name);
     const bool host = n.role == Role::Host;
     plan.journal.push_back({K::Netns, paths.netns_pin(n.name)});
     if (host) plan.journal.push_back({K::Uts, paths.uts_path(n.name)});
-    if (options.netns_names) {
+    if (c.options.netns_names) {
       plan.journal.push_back({K::Path, paths.netns_path(n.name)});
       plan.journal.push_back({K::Path, paths.etc_link(n.name)});
     }
     plan.actions.push_back(
         CreateNamespace{ns, paths.netns_pin(n.name), host ? paths.uts_path(n.name) : "", n.name});
-    if (options.netns_names)
+    if (c.options.netns_names)
       plan.actions.push_back(MakeSymlink{paths.netns_pin(n.name), paths.netns_path(n.name)});
-    add_sysctls(plan, ns, n, m.scenario, options, /*forwards=*/!(ovs && &n == &ovs_node));
+    add_sysctls(plan, ns, n, m.scenario, c.options, /*forwards=*/!(c.ovs && &n == &c.ovs_node));
     plan.actions.push_back(SetLinkUp{ns, "lo"});
     ++plan.namespaces;
   }
-
-  // Ports with fixed MACs and their peers as permanent neighbours: a big lab would overflow the
-  // kernel's one ARP table (OVS switches have fixed MACs anyway and answer ARP in flows).
-  size_t ports = 0;
-  for (const Link& l : t.links) ports += local(l.a.node) + local(l.b.node);
-  const bool neighbours = !ovs && static_neighbours(ports, options.neighbour_limit);
-  const bool fixed_macs = ovs || neighbours;
-
-  const bool shaped = any_shape(t);
-  if (shaped) {
+  if (c.shaped) {
     // Host sockets whose packets wait in their own host's fq for the emulated delay.
     for (int h : t.hosts())
-      if (auto tsq = tsq_bytes_for(t, h); tsq && options.fq && local(h))
+      if (auto tsq = tsq_bytes_for(t, h); tsq && c.options.fq && c.local(h))
         plan.actions.push_back(SetSysctl{paths.ns_name(t.nodes[h].name),
                                          "net/ipv4/tcp_limit_output_bytes", std::to_string(*tsq)});
   }
   namespaces.end = plan.actions.size();
   plan.parallel.push_back(namespaces);
+}
 
+// Every link: a veth pair, or this machine's end of a link to another machine as a VXLAN tunnel.
+void plan_links(Plan& plan, const PlanContext& c) {
+  const LabModel& m = c.m;
+  const LabPaths& paths = c.paths;
+  const Topology& t = m.topo;
+  const int pool = c.pool;
   ParallelRange links{plan.actions.size()};
   for (size_t i = 0; i < t.links.size(); ++i) {
     const Link& l = t.links[i];
     const int id = static_cast<int>(i);
-    if (!local(l.a.node) || !local(l.b.node)) {
-      // A link to another machine: this machine's end is a VXLAN tunnel to the other's.
+    if (!c.local(l.a.node) || !c.local(l.b.node)) {
       for (bool b_side : {false, true}) {
         const int node = b_side ? l.b.node : l.a.node, peer = b_side ? l.a.node : l.b.node;
-        if (!local(node) || local(peer)) continue;
+        if (!c.local(node) || c.local(peer)) continue;
         const MachinePart& part = *m.part;
         CreateVxlan x{node_ns(m, paths, node),   b_side ? l.b.ifname : l.a.ifname,
                       port_ifindex(id, b_side),  vxlan_id(pool, id),
                       part.underlay[part.index], part.underlay[part.placement.machine_of[peer]],
                       part.underlay_dev,         m.scenario.fabric.mtu,
-                      shaped ? 1u : 0u};
-        if (fixed_macs) x.mac = port_mac(pool, id, b_side);
+                      c.shaped ? 1u : 0u};
+        if (c.fixed_macs) x.mac = port_mac(pool, id, b_side);
         plan.actions.push_back(std::move(x));
         ++plan.tunnels;
       }
@@ -405,8 +411,8 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
     CreateVeth v{node_ns(m, paths, l.a.node), l.a.ifname,
                  node_ns(m, paths, l.b.node), l.b.ifname,
                  m.scenario.fabric.mtu,       port_ifindex(id, false),
-                 port_ifindex(id, true),      shaped ? 1u : 0u};
-    if (fixed_macs) {
+                 port_ifindex(id, true),      c.shaped ? 1u : 0u};
+    if (c.fixed_macs) {
       v.mac_a = port_mac(pool, id, false);
       v.mac_b = port_mac(pool, id, true);
     }
@@ -416,26 +422,30 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   // A tunnel's UDP socket is made from this machine's namespace in between: in order.
   links.end = plan.actions.size();
   if (plan.tunnels == 0) plan.parallel.push_back(links);
+}
 
-  // Each node's ports up, addresses and routes: in its own namespace.
+// Each node's ports up, addresses and routes: in its own namespace.
+void plan_addressing(Plan& plan, const PlanContext& c) {
+  const LabModel& m = c.m;
+  const Topology& t = m.topo;
   ParallelRange addressing{plan.actions.size()};
   for (size_t id = 0; id < t.nodes.size(); ++id) {
     const Node& n = t.nodes[id];
     const int node = static_cast<int>(id);
-    if (!local(node)) continue;
-    const std::string ns = node_ns(m, paths, node);
+    if (!c.local(node)) continue;
+    const std::string ns = node_ns(m, c.paths, node);
     for (int l : t.links_of(node))
-      if (t.links[l].b.node == node && local(t.links[l].a.node))
+      if (t.links[l].b.node == node && c.local(t.links[l].a.node))
         plan.actions.push_back(SetLinkUp{ns, t.links[l].b.ifname});
-    if (ovs && n.role == Role::Switch) continue;  // OpenFlow routes, ARP answered by flows
+    if (c.ovs && n.role == Role::Switch) continue;  // OpenFlow routes, ARP answered by flows
     for (int l : t.links_of(node)) {
       plan.actions.push_back(AddAddress{ns, t.links[l].end(node).ifname,
                                         Prefix{m.addresses.address_of(t, l, node), 31}});
-      if (!neighbours) continue;
+      if (!c.neighbours) continue;
       const int peer = t.links[l].peer(node).node;
       plan.actions.push_back(AddNeighbour{ns, t.links[l].end(node).ifname,
                                           m.addresses.address_of(t, l, peer),
-                                          port_mac(pool, l, t.links[l].b.node == peer)});
+                                          port_mac(c.pool, l, t.links[l].b.node == peer)});
     }
     if (m.addresses.loopback[id])
       plan.actions.push_back(AddAddress{ns, "lo", Prefix{*m.addresses.loopback[id], 32}});
@@ -452,121 +462,179 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   }
   addressing.end = plan.actions.size();
   plan.parallel.push_back(addressing);
+}
 
-  if (ovs && local_switch) {
-    // Userspace OVS reads frames off packet sockets: both ends of every link to a switch send
-    // them finished.
-    if (!options.ovs.kernel)
-      for (const Link& l : t.links)
-        for (const LinkEnd* e : {&l.a, &l.b})
-          if ((t.nodes[l.a.node].role == Role::Switch || t.nodes[l.b.node].role == Role::Switch) &&
-              local(e->node))
-            plan.actions.push_back(DisableOffloads{node_ns(m, paths, e->node), e->ifname});
-    const std::string ns = paths.ns_name(kOvsNamespaceNode);
-    plan.actions.push_back(MakeDir{paths.ovs_dir()});
-    plan.actions.push_back(WriteFile{paths.ovs_file(), format_ovs_choice(options.ovs)});
-    plan.actions.push_back(StartOvs{ns, paths.ovs_dir()});
-    ConfigureOvs c{ns, paths.ovs_dir(), options.ovs.kernel ? "system" : "netdev", {}};
-    for (int sw : t.switches()) {
-      if (!local(sw)) continue;
-      c.bridges.push_back(
-          ovs_bridge(t, m.addresses, m.routes[sw], sw, m.scenario.fabric, m.scenario.seed, pool));
-      plan.routes += static_cast<int>(m.routes[sw].size());  // as many as a router's
-    }
-    plan.ovs_bridges = static_cast<int>(c.bridges.size());
-    plan.actions.push_back(std::move(c));
+// OVS switches: the lab's daemons and one bridge per switch, its flows as one bundle.
+void plan_ovs(Plan& plan, const PlanContext& c) {
+  const LabModel& m = c.m;
+  const LabPaths& paths = c.paths;
+  const Topology& t = m.topo;
+  // Userspace OVS reads frames off packet sockets: both ends of every link to a switch send
+  // them finished.
+  if (!c.options.ovs.kernel)
+    for (const Link& l : t.links)
+      for (const LinkEnd* e : {&l.a, &l.b})
+        if ((t.nodes[l.a.node].role == Role::Switch || t.nodes[l.b.node].role == Role::Switch) &&
+            c.local(e->node))
+          plan.actions.push_back(DisableOffloads{node_ns(m, paths, e->node), e->ifname});
+  const std::string ns = paths.ns_name(kOvsNamespaceNode);
+  plan.actions.push_back(MakeDir{paths.ovs_dir()});
+  plan.actions.push_back(WriteFile{paths.ovs_file(), format_ovs_choice(c.options.ovs)});
+  plan.actions.push_back(StartOvs{ns, paths.ovs_dir()});
+  ConfigureOvs conf{ns, paths.ovs_dir(), c.options.ovs.kernel ? "system" : "netdev", {}};
+  for (int sw : t.switches()) {
+    if (!c.local(sw)) continue;
+    conf.bridges.push_back(
+        ovs_bridge(t, m.addresses, m.routes[sw], sw, m.scenario.fabric, m.scenario.seed, c.pool));
+    plan.routes += static_cast<int>(m.routes[sw].size());  // as many as a router's
   }
+  plan.ovs_bridges = static_cast<int>(conf.bridges.size());
+  plan.actions.push_back(std::move(conf));
+}
 
-  // Soft-RoCE on each host's NIC once it is up with its address (the RoCEv2 GID of index 1
-  // is that address). The devices' names are global, hence journalled: `down` deletes them
-  // before the namespaces go.
-  if (options.rdma.rxe)
+// Soft-RoCE on each host's NIC once it is up with its address (the RoCEv2 GID of index 1
+// is that address). The devices' names are global, hence journalled: `down` deletes them
+// before the namespaces go. Then the choices later commands read back.
+void plan_rdma_and_choices(Plan& plan, const PlanContext& c) {
+  const LabModel& m = c.m;
+  const LabPaths& paths = c.paths;
+  const Topology& t = m.topo;
+  if (c.options.rdma.rxe)
     for (int h : t.hosts()) {
-      if (!local(h)) continue;
+      if (!c.local(h)) continue;
       const std::string& name = t.nodes[h].name;
       plan.journal.push_back({K::Rdma, paths.rxe_name(name)});
       plan.actions.push_back(CreateRxe{paths.ns_name(name), host_nic(t, h), paths.rxe_name(name)});
       ++plan.rxe_devices;
     }
-  plan.actions.push_back(WriteFile{paths.rdma_file(), format_rdma_choice(options.rdma)});
+  plan.actions.push_back(WriteFile{paths.rdma_file(), format_rdma_choice(c.options.rdma)});
   plan.actions.push_back(WriteFile{paths.time_scale_file(), format_time_scale(m)});
   if (m.part) plan.actions.push_back(WriteFile{paths.part_file(), format_part(*m.part)});
+}
 
-  // The link model, once every port exists and is up. Its maps outlive this process, pinned
-  // in bpffs; the program lives as long as some port holds it. A lab that starts unshaped
-  // loads it at its first use (`link set`, `status`: apply/link_control), which spares its
-  // `up` the verifier's 0.15-0.2 s; the journal lists the pin dir either way.
+// The link model, once every port exists and is up. Its maps outlive this process, pinned
+// in bpffs; the program lives as long as some port holds it. A lab that starts unshaped
+// loads it at its first use (`link set`, `status`: apply/link_control), which spares its
+// `up` the verifier's 0.15-0.2 s; the journal lists the pin dir either way.
+void plan_link_model(Plan& plan, const PlanContext& c) {
+  const LabModel& m = c.m;
+  const LabPaths& paths = c.paths;
+  const Topology& t = m.topo;
   plan.journal.push_back({K::Pins, paths.pin_dir()});
-  if (shaped)
-    plan.actions.push_back(LoadShaper{paths.bpffs_root, paths.pin_dir(), true,
-                                      pfc_queue_mode(m, options) ? pfc_qdisc_kind(paths.lab) : ""});
-  plan.actions.push_back(WriteFile{paths.shaping_file(), format_shaping_mode(options)});
-  if (shaped) {
-    for (size_t i = 0; i < t.links.size(); ++i) {
-      const Link& l = t.links[i];
-      const int id = static_cast<int>(i);
-      for (bool back : {false, true}) {
-        if (!local(back ? l.b.node : l.a.node)) continue;  // the other machine shapes it
-        plan.actions.push_back(port_of(m, paths, id, back, options, back ? l.b_to_a : l.a_to_b));
-        ++plan.shaped_ports;
-      }
+  if (c.shaped)
+    plan.actions.push_back(
+        LoadShaper{paths.bpffs_root, paths.pin_dir(), true,
+                   pfc_queue_mode(m, c.options) ? pfc_qdisc_kind(paths.lab) : ""});
+  plan.actions.push_back(WriteFile{paths.shaping_file(), format_shaping_mode(c.options)});
+  if (!c.shaped) return;
+  for (size_t i = 0; i < t.links.size(); ++i) {
+    const Link& l = t.links[i];
+    const int id = static_cast<int>(i);
+    for (bool back : {false, true}) {
+      if (!c.local(back ? l.b.node : l.a.node)) continue;  // the other machine shapes it
+      plan.actions.push_back(port_of(m, paths, id, back, c.options, back ? l.b_to_a : l.a_to_b));
+      ++plan.shaped_ports;
     }
   }
+}
 
-  // The lab's /etc/hosts (entered by `fabemu exec`, and by `ip netns exec` through
-  // /etc/netns/NS), and a /tmp per host.
+// The lab's /etc/hosts (entered by `fabemu exec`, and by `ip netns exec` through
+// /etc/netns/NS), and a /tmp per host.
+void plan_etc_and_tmp(Plan& plan, const PlanContext& c) {
+  const LabPaths& paths = c.paths;
   plan.actions.push_back(
-      WriteFile{paths.etc_dir() + "/hosts", hosts_file(t, m.addresses, paths.lab)});
-  if (options.netns_names) plan.actions.push_back(MakeDir{paths.etc_netns_dir});
-  for (const Node* n : namespaced) {
-    if (options.netns_names)
+      WriteFile{paths.etc_dir() + "/hosts", hosts_file(c.m.topo, c.m.addresses, paths.lab)});
+  if (c.options.netns_names) plan.actions.push_back(MakeDir{paths.etc_netns_dir});
+  for (const Node* n : c.namespaced) {
+    if (c.options.netns_names)
       plan.actions.push_back(MakeSymlink{paths.etc_dir(), paths.etc_link(n->name)});
     if (n->role == Role::Host) plan.actions.push_back(MakeDir{paths.host_tmp(n->name)});
   }
+}
 
-  // routing: bgp: FRR on every router once its ports are shaped (BGP and BFD cross the link
-  // model like any traffic), then `up` waits for each FIB to hold the planned routes.
-  if (!m.bgp.empty()) {
-    const FrrTimers timers = frr_timers(m);
-    for (const BgpRouter& r : m.bgp) {
-      if (!local(r.node)) continue;
-      const std::string& name = t.nodes[r.node].name;
-      plan.actions.push_back(MakeDir{paths.frr_etc(name)});
-      plan.actions.push_back(MakeDir{paths.frr_run(name)});
-      for (const FrrConfig& c : frr_configs(m, r, timers))
-        plan.actions.push_back(WriteFile{paths.frr_etc(name) + "/" + c.file, c.text});
-      plan.actions.push_back(StartRouter{paths.ns_name(name), name, paths.frr_etc(name),
-                                         paths.frr_run(name), frr_daemons(m)});
-      ++plan.bgp_routers;
-    }
-    for (const BgpRouter& r : m.bgp) {
-      if (!local(r.node)) continue;
-      AwaitRoutes a{paths.ns_name(t.nodes[r.node].name), t.nodes[r.node].name, {}};
-      for (const Route& route : r.fib) {
-        AwaitRoutes::Expected e{route.dst, {}};
-        for (const Nexthop& h : route.nexthops) e.gateways.push_back(h.gateway);
-        std::sort(e.gateways.begin(), e.gateways.end());
-        a.routes.push_back(std::move(e));
-      }
-      plan.actions.push_back(std::move(a));
-    }
+// routing: bgp: FRR on every router once its ports are shaped (BGP and BFD cross the link
+// model like any traffic), then `up` waits for each FIB to hold the planned routes.
+void plan_bgp(Plan& plan, const PlanContext& c) {
+  const LabModel& m = c.m;
+  const LabPaths& paths = c.paths;
+  const Topology& t = m.topo;
+  const FrrTimers timers = frr_timers(m);
+  for (const BgpRouter& r : m.bgp) {
+    if (!c.local(r.node)) continue;
+    const std::string& name = t.nodes[r.node].name;
+    plan.actions.push_back(MakeDir{paths.frr_etc(name)});
+    plan.actions.push_back(MakeDir{paths.frr_run(name)});
+    for (const FrrConfig& f : frr_configs(m, r, timers))
+      plan.actions.push_back(WriteFile{paths.frr_etc(name) + "/" + f.file, f.text});
+    plan.actions.push_back(StartRouter{paths.ns_name(name), name, paths.frr_etc(name),
+                                       paths.frr_run(name), frr_daemons(m)});
+    ++plan.bgp_routers;
   }
+  for (const BgpRouter& r : m.bgp) {
+    if (!c.local(r.node)) continue;
+    AwaitRoutes a{paths.ns_name(t.nodes[r.node].name), t.nodes[r.node].name, {}};
+    for (const Route& route : r.fib) {
+      AwaitRoutes::Expected e{route.dst, {}};
+      for (const Nexthop& h : route.nexthops) e.gateways.push_back(h.gateway);
+      std::sort(e.gateways.begin(), e.gateways.end());
+      a.routes.push_back(std::move(e));
+    }
+    plan.actions.push_back(std::move(a));
+  }
+}
 
-  // cgroups only for limited hosts: a memory cgroup costs the kernel far more than a namespace.
-  // (A host that a fault slows down gets one too: its quota changes during the run.)
+// cgroups only for limited hosts: a memory cgroup costs the kernel far more than a namespace.
+// (A host that a fault slows down gets one too: its quota changes during the run.)
+void plan_cgroups(Plan& plan, const PlanContext& c) {
+  const LabModel& m = c.m;
+  const Topology& t = m.topo;
   bool any_cgroup = false;
-  for (int h : t.hosts()) any_cgroup |= host_has_cgroup(m, h) && local(h);
-  if (any_cgroup) {
-    const std::string base = std::string(kPrefix) + "/" + paths.lab;
-    plan.journal.push_back({K::Cgroup, kPrefix});
-    plan.journal.push_back({K::Cgroup, base});
-    for (int h : t.hosts())
-      if (host_has_cgroup(m, h) && local(h)) {
-        const Node& n = t.nodes[h];
-        plan.journal.push_back({K::Cgroup, host_cgroup(paths, n.name)});
-        plan.actions.push_back(CreateCgroup{host_cgroup(paths, n.name), n.limits});
-      }
+  for (int h : t.hosts()) any_cgroup |= host_has_cgroup(m, h) && c.local(h);
+  if (!any_cgroup) return;
+  const std::string base = std::string(kPrefix) + "/" + c.paths.lab;
+  plan.journal.push_back({K::Cgroup, kPrefix});
+  plan.journal.push_back({K::Cgroup, base});
+  for (int h : t.hosts())
+    if (host_has_cgroup(m, h) && c.local(h)) {
+      const Node& n = t.nodes[h];
+      plan.journal.push_back({K::Cgroup, host_cgroup(c.paths, n.name)});
+      plan.actions.push_back(CreateCgroup{host_cgroup(c.paths, n.name), n.limits});
+    }
+}
+
+}  // namespace
+
+Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOptions& options) {
+  const Topology& t = m.topo;
+  Plan plan;
+  plan.lab = paths.lab;
+  plan.pool = pool;
+  PlanContext c{m, paths, pool, options};
+  c.ovs = ovs_switches(m);
+  for (size_t n = 0; n < t.nodes.size(); ++n) {
+    if (!c.local(static_cast<int>(n))) continue;
+    if (!(c.ovs && t.nodes[n].role == Role::Switch)) c.namespaced.push_back(&t.nodes[n]);
+    c.local_switch |= t.nodes[n].role == Role::Switch;
   }
+  if (c.ovs && c.local_switch) c.namespaced.push_back(&c.ovs_node);
+  // Ports with fixed MACs and their peers as permanent neighbours: a big lab would overflow the
+  // kernel's one ARP table (OVS switches have fixed MACs anyway and answer ARP in flows).
+  size_t ports = 0;
+  for (const Link& l : t.links) ports += c.local(l.a.node) + c.local(l.b.node);
+  c.neighbours = !c.ovs && static_neighbours(ports, options.neighbour_limit);
+  c.fixed_macs = c.ovs || c.neighbours;
+  c.shaped = any_shape(t);
+
+  plan_run_dir(plan, c);
+  plan_namespaces(plan, c);
+  plan_links(plan, c);
+  plan_addressing(plan, c);
+  if (c.ovs && c.local_switch) plan_ovs(plan, c);
+  plan_rdma_and_choices(plan, c);
+  plan_link_model(plan, c);
+  plan_etc_and_tmp(plan, c);
+  if (!m.bgp.empty()) plan_bgp(plan, c);
+  plan_cgroups(plan, c);
   return plan;
 }
 

@@ -148,7 +148,9 @@ TEST_F(IncastTest, RdmaWritesRetryOnlyWithoutPfc) {
 }
 
 // scenarios/pfc-deadlock.yaml, shorter: five switches in a ring, each host sending two ring
-// hops on, every ring link carrying twice what it takes, PFC holding frames in the queues.
+// hops on, every ring link carrying twice what it takes, PFC holding frames in the queues. Each
+// sender offers twice its own link's rate, so that its port never idles between an emulated
+// CPU's bursts (the VM lane) and the ring's buffers fill at once.
 std::string deadlock_scenario() {
   std::string s =
       "name: deadlock\nseed: 3\ntime_scale: 1000\ntopology:\n  kind: explicit\n  nodes:\n";
@@ -166,7 +168,8 @@ std::string deadlock_scenario() {
        "  - traffic: &ring\n"
        "      flows: [[h1, h3], [h2, h4], [h3, h5], [h4, h1], [h5, h2]]\n"
        "      transport: udp\n"
-       "      duration: 6ms\n"
+       "      rate: 20gbit\n"
+       "      duration: 10ms\n"
        "  - links: {select: all, set: {pfc: {xoff: 200K, xon: 50K, watchdog: 1ms}}}\n"
        "  - traffic: *ring\n";
   return s;
@@ -177,9 +180,9 @@ TEST(PfcDeadlockTest, TheRingDeadlocksWithoutTheWatchdogAndRecoversWithIt) {
   if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
   // The deadlock needs all five flows at once (with one missing, a ring link is not
   // overloaded), so when it forms depends on when the emulated CPU starts the clients: in the VM
-  // lane one run deadlocked ~1 ms before the end, the next 4 ms before, and CI once saw none in 6
-  // ms (0.80 of the fair shares, no stall). A second run, in a new lab, when the first did not
-  // deadlock; the first's flows are printed.
+  // lane, with 6 ms flows at their link's rate, one run deadlocked ~1 ms before the end, others 4
+  // ms before, and CI once saw none (0.80 of the fair shares, no stall). A second run, in a new
+  // lab, when the first did not deadlock; the first's flows are printed.
   constexpr double kDeadlocked = 0.5e-3;  // s: no flow received anything for this long at the end
   Outcome o;
   std::string lab_used;
@@ -207,14 +210,14 @@ TEST(PfcDeadlockTest, TheRingDeadlocksWithoutTheWatchdogAndRecoversWithIt) {
     }
     ASSERT_TRUE(fair[0] > 0 && fair[2] > 0) << o;
     std::printf(
-        "run %d: deadlock: %.3f of the fair shares, every flow stalled for >= %.2f ms of 6 ms; "
+        "run %d: deadlock: %.3f of the fair shares, every flow stalled for >= %.2f ms of 10 ms; "
         "watchdog: %.3f, >= %.2f ms\n",
         attempt, got[0] / fair[0], least_stall[0] * 1e3, got[2] / fair[2], least_stall[2] * 1e3);
     if (least_stall[0] >= kDeadlocked) break;
     std::printf("the ring did not deadlock in run %d; its flows:\n%s", attempt, flows.c_str());
   }
   // Without the watchdog every flow stops for good: each has nothing arriving for at least the
-  // last 0.5 of its 6 ms; a pause alone lasts ~0.1 ms (Xoff down to Xon at 10 Gbit/s).
+  // last 0.5 of its 10 ms; a pause alone lasts ~0.1 ms (Xoff down to Xon at 10 Gbit/s).
   EXPECT_GE(least_stall[0], kDeadlocked) << o;
   // With it, the class moves to the end of the test: some flow is still receiving then.
   EXPECT_LT(least_stall[2], 1e-3) << o;
