@@ -191,6 +191,140 @@ std::string ratio_note(const std::string& json_lines) {
          "(bench/collective_busbw.py)";
 }
 
+namespace {
+
+// A links step: as `fabemu link set` on every link selected, with the maps opened once.
+StepResult run_links_step(const LabModel& m, const LabPaths& paths, size_t index,
+                          const LinksStep& ls) {
+  StepResult r;
+  r.title = "workload[" + std::to_string(index) + "] links " + ls.select + ": " + ls.set.str();
+  const auto start = std::chrono::steady_clock::now();
+  auto maps = open_link_model(paths);
+  if (!maps) {
+    r.failure = maps.error().what();
+    return r;
+  }
+  size_t directions = 0;
+  for (const Link& l : m.topo.links) {
+    const std::string name = link_name(m.topo, l);
+    if (ls.select != "all" && ls.select != l.cls && ls.select != name) continue;
+    auto changed = change_links(paths, m, name, ls.set, {}, &*maps);
+    if (!changed) {
+      r.failure = changed.error().what();
+      return r;
+    }
+    directions += changed->size();
+  }
+  // One direction of one link ("a>b"): the link named by its own rule.
+  if (directions == 0 && ls.select.find('>') != std::string::npos) {
+    auto changed = change_links(paths, m, ls.select, ls.set, {}, &*maps);
+    if (!changed) {
+      r.failure = changed.error().what();
+      return r;
+    }
+    directions = changed->size();
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.note = std::to_string(directions) + " directions changed";
+  r.ok = true;
+  return r;
+}
+
+// What a collective or exec step runs, and in which hosts.
+struct StepCommand {
+  std::vector<NodeContext> nodes;
+  std::vector<std::string> argv;
+  RunOptions run;
+};
+
+// A collective: every local host's rank (Gloo), or mpirun in the first host. Fails through
+// `r.failure`.
+std::optional<StepCommand> plan_collective(const LabModel& m, const LabPaths& paths, size_t index,
+                                           const CollectiveStep& c, const WorkloadOptions& o,
+                                           std::chrono::seconds timeout,
+                                           const std::vector<NodeContext>& all, StepResult& r) {
+  const std::string transport = resolve_transport(c.transport, m.rdma.rxe);
+  r.title = "workload[" + std::to_string(index) + "] " + c.collective + " (" + c.library + ", " +
+            transport + ")";
+  if (transport == "ibverbs" && !m.rdma.rxe) {
+    r.failure = "transport ibverbs needs rxe on the hosts, and this lab has none (`fabemu status " +
+                paths.lab + "` says why)";
+    return std::nullopt;
+  }
+  // A run id no earlier run of this lab used: Gloo's file store never forgets keys. Across
+  // machines the launcher gives every machine the same.
+  const std::string run_id =
+      (o.run_id.empty() ? std::to_string(::getpid()) + "-" + std::to_string(std::time(nullptr))
+                        : o.run_id) +
+      "-" + std::to_string(index);
+  // Rank 0 writes the results where every machine (and the launcher) sees them; each
+  // machine's ranks read its own copy of the predictions.
+  r.json_lines = workload_dir(m, paths) + "/workload-" + std::to_string(index) + ".jsonl";
+  const std::string predict = paths.shared_dir() + "/predict-" + transport + ".json";
+  if (auto wr = write_file(predict, live_predictions(m, paths, transport)); !wr) {
+    r.failure = wr.error().what();
+    return std::nullopt;
+  }
+  StepCommand cmd;
+  cmd.argv = collective_argv(o, c, c.library, transport, run_id, r.json_lines, predict,
+                             static_cast<int>(timeout.count()));
+  cmd.run.tag = false;  // rank 0 prints the table; the others speak only to report errors
+  if (c.library == "gloo") {
+    cmd.nodes = all;
+    return cmd;
+  }
+  if (m.part) {
+    r.failure = "library " + c.library +
+                " across machines is not supported yet (mpirun's daemons would have to reach "
+                "hosts on other machines); use library: gloo";
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  for (int h : m.topo.hosts()) names.push_back(m.topo.nodes[h].name);
+  auto launcher = mpirun_argv(o, paths, names, c.library, transport);
+  cmd.argv.insert(cmd.argv.begin(), launcher.begin(), launcher.end());
+  cmd.nodes = {all.front()};
+  return cmd;
+}
+
+// A user's program in the hosts it names, on the clock hosts.clock says, from the scenario
+// file's directory. Fails through `r.failure`.
+std::optional<StepCommand> plan_exec(const LabModel& m, const LabPaths& paths, size_t index,
+                                     const ExecStep& e, const WorkloadOptions& o, StepResult& r) {
+  r.title = "workload[" + std::to_string(index) + "] exec " + join(e.command, " ");
+  std::vector<int> ids;
+  if (e.hosts == "all") {
+    ids = m.topo.hosts();
+  } else {
+    for (size_t at = 0; at <= e.hosts.size();) {
+      size_t comma = std::min(e.hosts.find(',', at), e.hosts.size());
+      const std::string name = e.hosts.substr(at, comma - at);
+      const int id = m.topo.find(name);
+      if (id < 0 || m.topo.nodes[id].role != Role::Host) {
+        r.failure = "no host named " + name + " in lab " + paths.lab;
+        return std::nullopt;
+      }
+      ids.push_back(id);
+      at = comma + 1;
+    }
+  }
+  StepCommand cmd;
+  for (int id : ids) {
+    if (!local_node(m, id)) continue;
+    auto context = program_context(m, paths, id);
+    if (!context) {
+      r.failure = context.error().message;
+      return std::nullopt;
+    }
+    cmd.nodes.push_back(std::move(*context));
+  }
+  cmd.argv = e.command;
+  cmd.run.cwd = o.scenario_dir;
+  return cmd;
+}
+
+}  // namespace
+
 StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
                     const WorkloadOptions& o) {
   const WorkloadStep& w = m.scenario.workload.at(index);
@@ -198,131 +332,22 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
   const auto timeout =
       w.timeout_ns ? std::chrono::seconds(m.time_scale.wall_ns(*w.timeout_ns) / 1'000'000'000ULL)
                    : o.default_timeout;
-  const auto hosts = m.topo.hosts();
+  if (const auto* in = std::get_if<IncastStep>(&w.step))
+    return run_incast(m, paths, index, *in, timeout);
+  if (const auto* ls = std::get_if<LinksStep>(&w.step)) return run_links_step(m, paths, index, *ls);
   // A lab across machines: this machine runs the ranks of its own hosts.
   std::vector<NodeContext> all;
-  for (int h : hosts)
+  for (int h : m.topo.hosts())
     if (local_node(m, h)) all.push_back(node_context(m, paths, h));
   StepResult r;
   const auto start = std::chrono::steady_clock::now();
-  RunOptions run;
-  run.timeout = timeout;
-  run.echo = o.echo;
-  std::vector<NodeContext> nodes;
-  std::vector<std::string> argv;
-
-  if (const auto* in = std::get_if<IncastStep>(&w.step))
-    return run_incast(m, paths, index, *in, timeout);
-  if (const auto* ls = std::get_if<LinksStep>(&w.step)) {
-    // As `fabemu link set` on every link selected, with the maps opened once.
-    r.title = "workload[" + std::to_string(index) + "] links " + ls->select + ": " + ls->set.str();
-    auto maps = open_link_model(paths);
-    if (!maps) {
-      r.failure = maps.error().what();
-      return r;
-    }
-    size_t directions = 0;
-    for (const Link& l : m.topo.links) {
-      const std::string name = link_name(m.topo, l);
-      if (ls->select != "all" && ls->select != l.cls && ls->select != name) continue;
-      auto changed = change_links(paths, m, name, ls->set, {}, &*maps);
-      if (!changed) {
-        r.failure = changed.error().what();
-        return r;
-      }
-      directions += changed->size();
-    }
-    // One direction of one link ("a>b"): the link named by its own rule.
-    if (directions == 0 && ls->select.find('>') != std::string::npos) {
-      auto changed = change_links(paths, m, ls->select, ls->set, {}, &*maps);
-      if (!changed) {
-        r.failure = changed.error().what();
-        return r;
-      }
-      directions = changed->size();
-    }
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    r.note = std::to_string(directions) + " directions changed";
-    r.ok = true;
-    if (o.echo) std::printf("%s: %s\n", r.title.c_str(), r.note.c_str());
-    return r;
-  }
-  if (const auto* c = std::get_if<CollectiveStep>(&w.step)) {
-    const std::string transport = resolve_transport(c->transport, m.rdma.rxe);
-    r.title = "workload[" + std::to_string(index) + "] " + c->collective + " (" + c->library +
-              ", " + transport + ")";
-    if (transport == "ibverbs" && !m.rdma.rxe) {
-      r.failure =
-          "transport ibverbs needs rxe on the hosts, and this lab has none (`fabemu "
-          "status " +
-          paths.lab + "` says why)";
-      return r;
-    }
-    // A run id no earlier run of this lab used: Gloo's file store never forgets keys. Across
-    // machines the launcher gives every machine the same.
-    const std::string run_id =
-        (o.run_id.empty() ? std::to_string(::getpid()) + "-" + std::to_string(std::time(nullptr))
-                          : o.run_id) +
-        "-" + std::to_string(index);
-    // Rank 0 writes the results where every machine (and the launcher) sees them; each
-    // machine's ranks read its own copy of the predictions.
-    r.json_lines = workload_dir(m, paths) + "/workload-" + std::to_string(index) + ".jsonl";
-    const std::string predict = paths.shared_dir() + "/predict-" + transport + ".json";
-    if (auto wr = write_file(predict, live_predictions(m, paths, transport)); !wr) {
-      r.failure = wr.error().what();
-      return r;
-    }
-    argv = collective_argv(o, *c, c->library, transport, run_id, r.json_lines, predict,
-                           static_cast<int>(timeout.count()));
-    run.tag = false;  // rank 0 prints the table; the others speak only to report errors
-    if (c->library == "gloo") {
-      nodes = all;
-    } else if (m.part) {
-      r.failure = "library " + c->library +
-                  " across machines is not supported yet (mpirun's daemons would have to reach "
-                  "hosts on other machines); use library: gloo";
-      return r;
-    } else {
-      std::vector<std::string> names;
-      for (int h : hosts) names.push_back(m.topo.nodes[h].name);
-      auto launcher = mpirun_argv(o, paths, names, c->library, transport);
-      argv.insert(argv.begin(), launcher.begin(), launcher.end());
-      nodes = {all.front()};
-    }
-  } else {
-    const auto& e = std::get<ExecStep>(w.step);
-    r.title = "workload[" + std::to_string(index) + "] exec " + join(e.command, " ");
-    std::vector<int> ids;
-    if (e.hosts == "all") {
-      ids = hosts;
-    } else {
-      for (size_t at = 0; at <= e.hosts.size();) {
-        size_t comma = std::min(e.hosts.find(',', at), e.hosts.size());
-        const std::string name = e.hosts.substr(at, comma - at);
-        const int id = m.topo.find(name);
-        if (id < 0 || m.topo.nodes[id].role != Role::Host) {
-          r.failure = "no host named " + name + " in lab " + paths.lab;
-          return r;
-        }
-        ids.push_back(id);
-        at = comma + 1;
-      }
-    }
-    // A user's program: on the clock hosts.clock says.
-    for (int id : ids) {
-      if (!local_node(m, id)) continue;
-      auto context = program_context(m, paths, id);
-      if (!context) {
-        r.failure = context.error().message;
-        return r;
-      }
-      nodes.push_back(std::move(*context));
-    }
-    argv = e.command;
-    run.cwd = o.scenario_dir;
-  }
-
-  auto exits = run_in_nodes(nodes, argv, run);
+  const auto* c = std::get_if<CollectiveStep>(&w.step);
+  std::optional<StepCommand> cmd = c ? plan_collective(m, paths, index, *c, o, timeout, all, r)
+                                     : plan_exec(m, paths, index, std::get<ExecStep>(w.step), o, r);
+  if (!cmd) return r;
+  cmd->run.timeout = timeout;
+  cmd->run.echo = o.echo;
+  auto exits = run_in_nodes(cmd->nodes, cmd->argv, cmd->run);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!exits) {
     r.failure = exits.error().what();
