@@ -1,4 +1,5 @@
 // What every command shares to show the session's results: errors as exit codes, JSON, progress.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,12 +32,13 @@ int report_error(const Error& e) {
 }
 
 void print_json(const Json& j) {
-  std::printf("%s\n", j.dump().c_str());
+  std::printf("%s\n", json_text(j).c_str());  // bytes that are not UTF-8 become U+FFFD
 }
 
 StdoutToStderr::StdoutToStderr() {
   std::fflush(stdout);
-  saved_ = ::dup(STDOUT_FILENO);
+  // Close-on-exec: no child (a daemon the run starts) keeps the real stdout open.
+  saved_ = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
   if (saved_ >= 0) ::dup2(STDERR_FILENO, STDOUT_FILENO);
 }
 

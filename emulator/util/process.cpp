@@ -60,8 +60,7 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 
 // What a child that cannot get to exec tells its parent, on a pipe whose write end closes on
 // exec (the parent reading end of file: exec happened): the errno, then the message (without the
-// errno's words, which the Error adds). It exits
-// 127 (a parent that never reads sees a shell's "not run").
+// errno's words, which the Error adds). It exits 127, a shell's "not run".
 [[noreturn]] void child_fail(int report_fd, const std::string& what, int err) {
   char buf[512];
   const size_t n = std::min(what.size(), sizeof buf - sizeof err);
