@@ -27,17 +27,6 @@ std::string incast_scenario(const std::string& transport, const std::string& lin
          ", duration: 2s, victim: {from: h6, to: h7}}\n";
 }
 
-// The "flow" lines of a run's report.jsonl (one per flow of every incast or traffic step).
-std::vector<nlohmann::json> flow_lines(const std::string& report_dir) {
-  std::vector<nlohmann::json> out;
-  std::ifstream lines(report_dir + "/report.jsonl");
-  for (std::string line; std::getline(lines, line);) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j["type"] == "flow") out.push_back(std::move(j));
-  }
-  return out;
-}
-
 class IncastTest : public LabTest {
  protected:
   Outcome run(const std::string& scenario, const std::string& lab) {
@@ -133,7 +122,7 @@ TEST_F(IncastTest, RdmaWritesRetryOnlyWithoutPfc) {
   ASSERT_EQ(o.status, 0) << o;
   std::map<int, uint64_t> retries;
   std::map<int, int> flows, moved;
-  for (const nlohmann::json& j : flow_lines(report)) {
+  for (const nlohmann::json& j : report_records(report, "flow")) {
     const int step = j["step"];
     retries[step] += j["retransmits"].get<uint64_t>();
     ++flows[step];
@@ -199,7 +188,7 @@ TEST(PfcDeadlockTest, TheRingDeadlocksWithoutTheWatchdogAndRecoversWithIt) {
     // Per step: the flows' goodput over their fair shares, and the shortest stall at the end.
     got.clear(), fair.clear(), least_stall.clear();
     std::string flows;
-    for (const nlohmann::json& j : flow_lines(report)) {
+    for (const nlohmann::json& j : report_records(report, "flow")) {
       const int step = j["step"];
       got[step] += j["bps"].get<double>();
       fair[step] += j["fair_bps"].is_number() ? j["fair_bps"].get<double>() : 0;

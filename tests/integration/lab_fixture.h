@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -381,6 +383,44 @@ inline double iperf_bps(const LabGuard& lab, const std::string& from, const std:
   }
   if (sent_s) *sent_s = std::stod(sent[1]);
   return std::stod(got[1]) * 8 / std::stod(sent[1]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A run's results as its report's records (report.jsonl; docs/schema/run.schema.json), not its
+// wording.
+
+// The records of one type ("step", "result", "flow", "fault", "expect", ...) in order.
+inline std::vector<nlohmann::json> report_records(const std::string& report_dir,
+                                                  const std::string& type) {
+  std::vector<nlohmann::json> out;
+  std::ifstream lines(report_dir + "/report.jsonl");
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("type", "") == type) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// Step `index` passed, and (a collective) every size it ran came out right.
+inline ::testing::AssertionResult step_ok_and_correct(const std::string& report_dir, int index) {
+  bool found = false;
+  for (const nlohmann::json& s : report_records(report_dir, "step"))
+    if (s.value("index", -1) == index) {
+      found = true;
+      if (!s.value("ok", false))
+        return ::testing::AssertionFailure()
+               << "step " << index << " failed: " << s.value("failure", std::string());
+    }
+  if (!found) return ::testing::AssertionFailure() << "no step " << index << " in the report";
+  int sizes = 0;
+  for (const nlohmann::json& r : report_records(report_dir, "result"))
+    if (r.value("step", -1) == index) {
+      ++sizes;
+      if (r.value("wrong", 1) != 0)
+        return ::testing::AssertionFailure() << "step " << index << ": " << r.value("wrong", 1)
+                                             << " wrong values at size " << r.value("size", 0);
+    }
+  return ::testing::AssertionSuccess() << sizes << " sizes right";
 }
 
 }  // namespace fabemu::itest
