@@ -198,6 +198,27 @@ class WireLossTest : public LabTest {
     return 0;
   }
 
+  // Every direction that paused so far: "h1>leaf1 12 pauses 340.1 ms, ...", for a failure's
+  // message.
+  std::string pauses() {
+    Outcome st = fabemu({"status", lab_->name(), "--json"});
+    auto j = nlohmann::json::parse(st.out, nullptr, false);
+    std::string out;
+    if (!j.is_object()) return "no status: " + st.err;
+    for (const auto& l : j["links"])
+      for (const char* side : {"a_to_b", "b_to_a"})
+        if (l.contains(side) && l[side]["counters"].value("pause_events", uint64_t(0)) > 0) {
+          const auto& c = l[side]["counters"];
+          char line[160];
+          std::snprintf(line, sizeof line, "%s %llu pauses %.1f ms; ",
+                        l[side]["direction"].get<std::string>().c_str(),
+                        static_cast<unsigned long long>(c.value("pause_events", uint64_t(0))),
+                        double(c.value("pause_ns", uint64_t(0))) / 1e6);
+          out += line;
+        }
+    return out.empty() ? "no direction paused" : out;
+  }
+
   TempScenario sc_{kLab};
   std::optional<LabGuard> lab_;
 };
@@ -309,10 +330,10 @@ TEST_F(WireLossTest, CorruptFramesFromAHostAreDiscardedByTheNextHop) {
 }
 
 // PFC's watchdog: h1's lossless traffic (DSCP 26) to h3 at four times leaf2>h3's rate fills
-// leaf2's buffer for the spine's frames; the pauses reach h1's own port, each longer than its
-// watchdog allows (40 KB drain at 2.5 Mbit/s: ~130 ms against 10 ms), which then drops the
-// class there: silently, as a switch's watchdog discards its queue. An echo in the class, sent
-// meanwhile, is lost, not refused.
+// leaf2's buffer for the spine's frames; the pauses reach h1's own port (in the VM lane: 3 pauses
+// of 5-7 ms each there, behind 15-30 on leaf1>spine1 and 21-44 on spine1>leaf2), each longer than
+// its watchdog allows (2 ms), which then drops the class there: silently, as a switch's watchdog
+// discards its queue. An echo in the class, sent meanwhile, is lost, not refused.
 TEST_F(WireLossTest, AWatchdogOnAHostsPortDropsTheClassWithoutTellingTheSender) {
   static SystemProbe probe("/run/fabemu", /*fresh=*/false);
   static Capabilities caps(probe);
@@ -321,27 +342,35 @@ TEST_F(WireLossTest, AWatchdogOnAHostsPortDropsTheClassWithoutTellingTheSender) 
   up("ww");
   for (Argv a : {Argv{"set", "leaf1:spine1", "--pfc", "60K,20K"},
                  Argv{"set", "spine1:leaf2", "--pfc", "60K,20K"},
-                 Argv{"set", "h1:leaf1", "--pfc", "60K,20K,10ms"},
+                 Argv{"set", "h1:leaf1", "--pfc", "60K,20K,2ms"},
                  Argv{"set", "leaf2>h3", "--rate", "2500kbit"}}) {
     Outcome o = link(a);
     ASSERT_EQ(o.status, 0) << o;
   }
   // UDP, which no window slows: the buffers fill whatever the CPU (the VM lane's is emulated).
-  Process server = spawn({kFabemu, "exec", lab_->name() + ":h3", "--", *find_tool("iperf3"), "-s",
-                          "-1", "-p", "5312"});
-  std::this_thread::sleep_for(500ms);
-  Process flood = spawn({kFabemu, "exec", lab_->name() + ":h1", "--", *find_tool("iperf3"), "-c",
-                         "h3", "-p", "5312", "-u", "-b", "10M", "-t", "6", "--dscp", "26"});
-  std::this_thread::sleep_for(1500ms);
+  // How long the pauses at h1's port last depends on how the emulated CPU paces the flood (with
+  // a 10 ms watchdog the VM lane once saw no drop in one run of three): a second flood when the
+  // first fired none, with the pauses so far printed.
   constexpr int kCount = 100;
-  Outcome p = lab_->exec("h1", {"/usr/bin/ping", "-q", "-c", std::to_string(kCount), "-i", "0.02",
-                                "-W", "2", "-Q", "104", "h3"});  // TOS 104: DSCP 26
-  flood.stop(0ms);
-  server.stop(0ms);
-  const Ping ping = parse_ping(p);
-  const uint64_t watchdog = drops(kHostPort);
-  std::printf("watchdog drops on %s: %llu; echoes in the class lost %d of %d\n", kHostPort,
-              static_cast<unsigned long long>(watchdog), ping.transmitted - ping.received, kCount);
+  Ping ping;
+  uint64_t watchdog = 0;
+  for (int attempt = 1; attempt <= 2 && watchdog == 0; ++attempt) {
+    Process server = spawn({kFabemu, "exec", lab_->name() + ":h3", "--", *find_tool("iperf3"), "-s",
+                            "-1", "-p", "5312"});
+    std::this_thread::sleep_for(500ms);
+    Process flood = spawn({kFabemu, "exec", lab_->name() + ":h1", "--", *find_tool("iperf3"), "-c",
+                           "h3", "-p", "5312", "-u", "-b", "10M", "-t", "6", "--dscp", "26"});
+    std::this_thread::sleep_for(1500ms);
+    Outcome p = lab_->exec("h1", {"/usr/bin/ping", "-q", "-c", std::to_string(kCount), "-i", "0.02",
+                                  "-W", "2", "-Q", "104", "h3"});  // TOS 104: DSCP 26
+    flood.stop(0ms);
+    server.stop(0ms);
+    ping = parse_ping(p);
+    watchdog = drops(kHostPort);
+    std::printf("flood %d: watchdog drops on %s: %llu; echoes in the class lost %d of %d; %s\n",
+                attempt, kHostPort, static_cast<unsigned long long>(watchdog),
+                ping.transmitted - ping.received, kCount, pauses().c_str());
+  }
   ASSERT_GT(watchdog, 0u) << "the watchdog never fired on h1's port";
   expect_silent(ping, kCount, kHostPort);
 }
