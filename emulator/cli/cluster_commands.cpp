@@ -151,15 +151,88 @@ struct ClusterLab {
   LabModel model;
 };
 
-int build_across(const UpArgs& args, const LabPaths& base, ClusterLab& c) {
-  const auto start = Clock::now();
-  // The scenario checked here first: a bad file is refused before any machine is asked.
+// What the machines' probes agreed on: a pool free on every one, the largest time scale any
+// machine's share of the fabric needs, and why.
+struct Agreement {
+  int pool = 0;
+  double factor = 1;
+  std::string why;
+};
+
+// The probe round's replies folded into an Agreement; an error code when a machine did not
+// answer, already has the lab, or no pool is free on all of them.
+int agree(const Round& asked, const std::vector<std::string>& machines, const std::string& lab,
+          Agreement& out) {
+  std::set<int> pools;
+  for (int p = 0; p < kMaxLabPools; ++p) pools.insert(p);
+  for (size_t k = 0; k < machines.size(); ++k) {
+    const Json& j = asked.json[k];
+    if (!j.is_object()) {
+      print_error("machine " + machines[k] + ": no answer from its agent (" +
+                  failure_text(asked.replies[k]) + ")");
+      return kExitFailed;
+    }
+    if (j.value("lab_exists", false)) {
+      print_error("machine " + machines[k] + " already has a lab named " + lab + " (`fabemu down " +
+                  lab + "` there, or pick another --lab)");
+      return kExitFailed;
+    }
+    std::set<int> mine;
+    for (const Json& p : j.value("free_pools", Json::array())) mine.insert(p.get<int>());
+    std::erase_if(pools, [&](int p) { return !mine.count(p); });
+    if (const double f = j.value("time_scale", 1.0); k == 0 || f > out.factor) {
+      out.factor = f;
+      out.why = j.value("time_scale_why", "");
+      if (machines.size() > 1 && out.why.rfind("auto", 0) == 0) out.why += " (" + machines[k] + ")";
+    }
+  }
+  if (pools.empty()) {
+    print_error("no address pool is free on every machine; take down a lab on them first");
+    return kExitFailed;
+  }
+  out.pool = *pools.begin();
+  return kExitOk;
+}
+
+// The lab as built: its size, each machine's part and the machines' notes (each once).
+void print_built(const ClusterLab& c, const Round& built, double seconds) {
+  const Topology& t = c.model.topo;
+  const std::vector<std::string>& machines = c.record.machines;
+  int routes = 0;
+  for (const Json& j : built.json) routes += j.value("routes", 0);
+  const auto& of = c.model.part->placement.machine_of;
+  const auto cut = std::count_if(t.links.begin(), t.links.end(),
+                                 [&](const Link& l) { return of[l.a.node] != of[l.b.node]; });
+  std::printf(
+      "lab %s up on %zu machines (%s) in %.2f s: %d hosts, %zu switches, %zu links (%td between "
+      "machines, as VXLAN tunnels), %d routes (addresses %s)\n",
+      c.record.lab.c_str(), machines.size(), c.record.launcher.c_str(), seconds, t.host_count(),
+      t.switches().size(), t.links.size(), cut, routes, c.model.addresses.pool.str().c_str());
+  std::vector<std::string> notes;
+  std::set<std::string> seen;
+  for (size_t k = 0; k < machines.size(); ++k) {
+    const Json& j = built.json[k];
+    std::printf("  %-10s %4d hosts %4d switches %4d tunnels, up in %.2f s: %s\n",
+                machines[k].c_str(), j.value("hosts", 0), j.value("switches", 0),
+                j.value("tunnels", 0), j.value("seconds", 0.0),
+                describe_nodes(t, c.model.part->placement.nodes_of(static_cast<int>(k))).c_str());
+    for (const Json& n : j.value("notes", Json::array()))
+      if (seen.insert(n.get<std::string>()).second)
+        notes.push_back((k ? machines[k] + ": " : "") + n.get<std::string>());
+  }
+  for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+}
+
+// Before any machine is asked: the scenario, the lab's name, the launcher and its machines, a
+// partition over them, no lab of that name already up. Sets `c.launcher`, `lab` and `machines`.
+int check_request(const UpArgs& args, ClusterLab& c, std::string& lab,
+                  std::vector<std::string>& machines) {
   auto sc = load_scenario_file(args.scenario);
   if (!sc) {
     print_error(sc.error().what());
     return kExitBadInput;
   }
-  const std::string lab = args.lab.empty() ? sc->name : args.lab;
+  lab = args.lab.empty() ? sc->name : args.lab;
   if (!is_valid_lab_name(lab)) {
     print_error("--lab: '" + lab + "' is not a lab name: 1-12 of a-z, 0-9 and '-'");
     return kExitBadInput;
@@ -171,17 +244,18 @@ int build_across(const UpArgs& args, const LabPaths& base, ClusterLab& c) {
   auto launcher = launcher_for(args.on);
   if (!launcher) return errno_of(launcher.error()) == EINVAL ? kExitBadInput : kExitFailed;
   c.launcher = std::move(*launcher);
-  auto machines = c.launcher->machines();
-  if (!machines) {
-    print_error(machines.error().what());
+  auto listed = c.launcher->machines();
+  if (!listed) {
+    print_error(listed.error().what());
     return kExitFailed;
   }
+  machines = std::move(*listed);
   auto model = build_model(*sc, 0);
   if (!model) {
     print_error(model.error().what());
     return kExitBadInput;
   }
-  if (auto p = partition(*model, static_cast<int>(machines->size())); !p) {
+  if (auto p = partition(*model, static_cast<int>(machines.size())); !p) {
     print_error(sc->file + ": " + p.error().what());
     return kExitBadInput;
   }
@@ -190,52 +264,34 @@ int build_across(const UpArgs& args, const LabPaths& base, ClusterLab& c) {
                 " (`fabemu down " + lab + " --on " + existing->launcher + "` first, or --lab)");
     return kExitFailed;
   }
+  return kExitOk;
+}
+
+int build_across(const UpArgs& args, const LabPaths& base, ClusterLab& c) {
+  const auto start = Clock::now();
+  // The scenario checked here first: a bad file is refused before any machine is asked.
+  std::string lab;
+  std::vector<std::string> machines;
+  if (const int code = check_request(args, c, lab, machines); code != kExitOk) return code;
 
   // Every machine checks its part and says which pools it has free and what time scale its
   // share of the fabric needs; they must agree before anything is built.
   const std::string scenario = realpath_of(args.scenario);
   const std::string shared = cluster_shared_dir();
   std::vector<std::string> common = {
-      scenario, "--lab", lab, "--machines", comma_list(*machines), "--shared-dir", shared};
+      scenario, "--lab", lab, "--machines", comma_list(machines), "--shared-dir", shared};
   if (args.accept_degraded) common.push_back("--accept-degraded");
   std::vector<std::string> probe = {"agent", "probe"};
   probe.insert(probe.end(), common.begin(), common.end());
   if (!args.time_scale.empty()) probe.insert(probe.end(), {"--time-scale", args.time_scale});
-  Round asked = run_round(*c.launcher, *machines, fabemu_argv(base, probe), 900s);
+  Round asked = run_round(*c.launcher, machines, fabemu_argv(base, probe), 900s);
   if (asked.code != kExitOk) return asked.code;
-  std::set<int> pools;
-  for (int p = 0; p < kMaxLabPools; ++p) pools.insert(p);
-  double factor = 1;
-  std::string why;
-  for (size_t k = 0; k < machines->size(); ++k) {
-    const Json& j = asked.json[k];
-    if (!j.is_object()) {
-      print_error("machine " + (*machines)[k] + ": no answer from its agent (" +
-                  failure_text(asked.replies[k]) + ")");
-      return kExitFailed;
-    }
-    if (j.value("lab_exists", false)) {
-      print_error("machine " + (*machines)[k] + " already has a lab named " + lab +
-                  " (`fabemu down " + lab + "` there, or pick another --lab)");
-      return kExitFailed;
-    }
-    std::set<int> mine;
-    for (const Json& p : j.value("free_pools", Json::array())) mine.insert(p.get<int>());
-    std::erase_if(pools, [&](int p) { return !mine.count(p); });
-    if (const double f = j.value("time_scale", 1.0); k == 0 || f > factor) {
-      factor = f;
-      why = j.value("time_scale_why", "");
-      if (machines->size() > 1 && why.rfind("auto", 0) == 0) why += " (" + (*machines)[k] + ")";
-    }
-  }
-  if (pools.empty()) {
-    print_error("no address pool is free on every machine; take down a lab on them first");
-    return kExitFailed;
-  }
+  Agreement agreed;
+  if (const int code = agree(asked, machines, lab, agreed); code != kExitOk) return code;
 
   // The record first: whatever happens from here, `down --on` finds the machines.
-  c.record = ClusterRecord{
-      lab, c.launcher->name(), *machines, *pools.begin(), scenario, shared, factor, why};
+  c.record = ClusterRecord{lab,    c.launcher->name(), machines,  agreed.pool, scenario,
+                           shared, agreed.factor,      agreed.why};
   if (auto w = write_cluster_record(c.record); !w) {
     print_error(w.error().what());
     return kExitFailed;
@@ -243,8 +299,8 @@ int build_across(const UpArgs& args, const LabPaths& base, ClusterLab& c) {
   std::vector<std::string> up = {"agent", "up"};
   up.insert(up.end(), common.begin(), common.end());
   up.insert(up.end(), {"--pool", std::to_string(c.record.pool), "--time-scale",
-                       printf_string("%.17g", factor)});
-  Round built = run_round(*c.launcher, *machines, fabemu_argv(base, up), 3600s);
+                       printf_string("%.17g", agreed.factor)});
+  Round built = run_round(*c.launcher, machines, fabemu_argv(base, up), 3600s);
   if (built.code != kExitOk) {
     print_error("lab " + lab + " did not come up on every machine; taking it down");
     (void)take_down(*c.launcher, c.record, base);
@@ -256,33 +312,7 @@ int build_across(const UpArgs& args, const LabPaths& base, ClusterLab& c) {
     return kExitFailed;
   }
   c.model = std::move(*whole);
-
-  const Topology& t = c.model.topo;
-  int routes = 0;
-  for (const Json& j : built.json) routes += j.value("routes", 0);
-  const auto cut = std::count_if(t.links.begin(), t.links.end(), [&](const Link& l) {
-    const auto& of = c.model.part->placement.machine_of;
-    return of[l.a.node] != of[l.b.node];
-  });
-  std::printf(
-      "lab %s up on %zu machines (%s) in %.2f s: %d hosts, %zu switches, %zu links (%td between "
-      "machines, as VXLAN tunnels), %d routes (addresses %s)\n",
-      lab.c_str(), machines->size(), c.record.launcher.c_str(), seconds_since(start),
-      t.host_count(), t.switches().size(), t.links.size(), cut, routes,
-      c.model.addresses.pool.str().c_str());
-  std::vector<std::string> notes;
-  std::set<std::string> seen;
-  for (size_t k = 0; k < machines->size(); ++k) {
-    const Json& j = built.json[k];
-    std::printf("  %-10s %4d hosts %4d switches %4d tunnels, up in %.2f s: %s\n",
-                (*machines)[k].c_str(), j.value("hosts", 0), j.value("switches", 0),
-                j.value("tunnels", 0), j.value("seconds", 0.0),
-                describe_nodes(t, c.model.part->placement.nodes_of(static_cast<int>(k))).c_str());
-    for (const Json& n : j.value("notes", Json::array()))
-      if (seen.insert(n.get<std::string>()).second)
-        notes.push_back((k ? (*machines)[k] + ": " : "") + n.get<std::string>());
-  }
-  for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+  print_built(c, built, seconds_since(start));
   return kExitOk;
 }
 
