@@ -180,42 +180,43 @@ class WireLossTest : public LabTest {
     EXPECT_GT(sw.retransmits, 0u) << sw.output;
   }
 
-  // The link model's drops of every cause on `direction` so far, from `status --json`.
-  uint64_t drops(const std::string& direction) {
+  // Every direction's counters so far, from `status --json`: (name, counters).
+  std::vector<std::pair<std::string, nlohmann::json>> directions() {
     Outcome st = fabemu({"status", lab_->name(), "--json"});
     EXPECT_EQ(st.status, 0) << st;
+    std::vector<std::pair<std::string, nlohmann::json>> out;
     auto j = nlohmann::json::parse(st.out, nullptr, false);
-    if (!j.is_object()) return 0;
+    if (!j.is_object()) return out;
     for (const auto& l : j["links"])
       for (const char* side : {"a_to_b", "b_to_a"})
-        if (l.contains(side) && l[side]["direction"] == direction) {
-          const auto& c = l[side]["counters"];
-          uint64_t n = 0;
-          for (const char* k : {"drop_loss", "drop_queue", "drop_down", "drop_watchdog"})
-            n += c.value(k, uint64_t(0));
-          return n;
-        }
+        if (l.contains(side)) out.emplace_back(l[side]["direction"], l[side]["counters"]);
+    return out;
+  }
+
+  // The link model's drops of every cause on `direction` so far.
+  uint64_t drops(const std::string& direction) {
+    for (const auto& [name, c] : directions())
+      if (name == direction) {
+        uint64_t n = 0;
+        for (const char* k : {"drop_loss", "drop_queue", "drop_down", "drop_watchdog"})
+          n += c.value(k, uint64_t(0));
+        return n;
+      }
     return 0;
   }
 
-  // Every direction that paused so far: "h1>leaf1 12 pauses 340.1 ms, ...", for a failure's
+  // Every direction that paused so far: "h1>leaf1 12 pauses 340.1 ms; ...", for a failure's
   // message.
   std::string pauses() {
-    Outcome st = fabemu({"status", lab_->name(), "--json"});
-    auto j = nlohmann::json::parse(st.out, nullptr, false);
     std::string out;
-    if (!j.is_object()) return "no status: " + st.err;
-    for (const auto& l : j["links"])
-      for (const char* side : {"a_to_b", "b_to_a"})
-        if (l.contains(side) && l[side]["counters"].value("pause_events", uint64_t(0)) > 0) {
-          const auto& c = l[side]["counters"];
-          char line[160];
-          std::snprintf(line, sizeof line, "%s %llu pauses %.1f ms; ",
-                        l[side]["direction"].get<std::string>().c_str(),
-                        static_cast<unsigned long long>(c.value("pause_events", uint64_t(0))),
-                        double(c.value("pause_ns", uint64_t(0))) / 1e6);
-          out += line;
-        }
+    for (const auto& [name, c] : directions())
+      if (const uint64_t n = c.value("pause_events", uint64_t(0)); n > 0) {
+        char line[160];
+        std::snprintf(line, sizeof line, "%s %llu pauses %.1f ms; ", name.c_str(),
+                      static_cast<unsigned long long>(n),
+                      double(c.value("pause_ns", uint64_t(0))) / 1e6);
+        out += line;
+      }
     return out.empty() ? "no direction paused" : out;
   }
 
