@@ -465,7 +465,15 @@ Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& jour
       if (!cgroups_) cgroups_ = detect_cgroups();
       (void)freeze_cgroup(*cgroups_, e.path, false);  // no freezer: nothing was frozen
     }
-  return kill_processes_in_namespaces(paths);
+  FABEMU_TRY(kill_processes_in_namespaces(paths));
+  // What the processes left: closed TCP sockets still retransmitting (a lossy link may have
+  // eaten their peer's reset) would hold their namespaces for minutes once the links are gone.
+  // Best effort: a socket left standing shows as `down`'s wait for the kernel running out.
+  std::vector<std::string> nets;
+  for (const auto& e : journal)
+    if (e.kind == JournalEntry::Kind::Netns) nets.push_back(e.path);
+  (void)abort_tcp_sockets_in_namespaces(nets);
+  return ok();
 }
 
 Result<void> KernelBackend::remove(const JournalEntry& e) {

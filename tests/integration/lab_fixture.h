@@ -139,7 +139,7 @@ class LabGuard {
   LabGuard& operator=(const LabGuard&) = delete;
   ~LabGuard() {
     if (std::filesystem::exists(run_dir(name_))) {
-      Outcome o = fabemu({"down", name_});
+      Outcome o = fabemu({"down", name_}, 90s);  // beyond down's own 60 s wait for the kernel
       if (o.status != 0) ADD_FAILURE() << "cleaning up lab " << name_ << ": " << o;
     }
   }
@@ -150,7 +150,7 @@ class LabGuard {
   Outcome up(const std::string& scenario) const {
     return fabemu({"up", scenario, "--lab", name_, "--accept-degraded"});
   }
-  Outcome down() const { return fabemu({"down", name_}); }
+  Outcome down() const { return fabemu({"down", name_}, 90s); }
   Outcome exec(const std::string& node, const Argv& command) const {
     Argv args = {"exec", name_ + ":" + node, "--"};
     args.insert(args.end(), command.begin(), command.end());
