@@ -1,5 +1,5 @@
 """Example tests a fabemu user copies: a training job that must survive a link flap, and an
-expectation on an allreduce's bus bandwidth. Run as root: `sudo pytest examples/pytest`
+allreduce checked for correctness beside the bus bandwidth the model predicts. Run as root: `sudo pytest examples/pytest`
 (with the fabemu package installed, which registers the plugin)."""
 import sys
 import threading
@@ -40,11 +40,14 @@ def test_ddp_training_survives_a_link_flap(fabemu_lab):
     print(f"the flap dropped {drops} frames on leaf1>spine1", file=sys.stderr)
 
 
-def test_allreduce_busbw_is_near_the_model(fabemu_run):
+def test_allreduce_is_correct_and_compared_with_the_model(fabemu_run):
     report = fabemu_run("allreduce.yaml", check=True)
     result = report.step("allreduce").results[-1]
     assert result.wrong == 0
     assert result.pred_busbw_gbps, "the link model predicts every collective it can"
-    # On a machine that carries the lab in real time the measured busbw is within a few % of
-    # the model's (bench/collective_busbw.py); 0.7 leaves room for a busy CI machine.
-    assert result.busbw_gbps >= 0.7 * result.pred_busbw_gbps, report.output
+    # The measured busbw against the model's, printed rather than asserted: on a machine that
+    # carries the lab in real time it is within a few % (bench/collective_busbw.py), but a busy
+    # machine (a shared CI runner) can fall far below. Gate on it where you know the machine.
+    print(f"allreduce 1M: busbw {result.busbw_gbps:.4f} GB/s, the model's "
+          f"{result.pred_busbw_gbps:.4f} ({result.busbw_gbps / result.pred_busbw_gbps:.2f})",
+          file=sys.stderr)
