@@ -1,9 +1,7 @@
 // Live link model of a running lab: reading counters and shapes, changing shapes.
 #include "apply/link_control.h"
 
-#include <linux/netlink.h>
-#include <sched.h>
-
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -105,13 +103,22 @@ Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& mo
   return st;
 }
 
+Result<std::vector<int>> links_named(const Topology& topo, const std::string& link) {
+  auto dirs = find_directions(topo, link);
+  if (!dirs) return dirs.error();
+  std::vector<int> links;
+  for (const Direction& d : *dirs)
+    if (std::find(links.begin(), links.end(), d.link) == links.end()) links.push_back(d.link);
+  return links;
+}
+
 Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabModel& model,
                                              const std::string& link, const LinkShape& change,
-                                             const ChangeOptions& options, LinkShaper* open) {
+                                             const ChangeOptions& options, LabDatapath& dp) {
   const Topology& t = model.topo;
   auto dirs = find_directions(t, link);
   if (!dirs) return dirs.error().context("lab " + paths.lab);
-  auto mode = read_link_mode(paths);
+  auto mode = dp.link_mode();
   if (!mode) return mode.error();
   if (!mode->fq && !options.accept_degraded &&
       (change.delay_ns.value_or(0) || change.jitter_ns.value_or(0) ||
@@ -121,16 +128,12 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
                           "): delay and jitter would not be added, nor PFC hold the lossless "
                           "class; --accept-degraded sets the rest anyway",
                       EOPNOTSUPP);
-  std::optional<LinkShaper> holder;
-  auto maps = maps_or(paths, open, holder);
-  if (!maps) return maps.error();
-  LinkShaper* shaper = *maps;
-
   std::vector<LinkChange> out;
   for (const Direction& d : *dirs) {
     // A lab across machines: each shapes the directions that leave its own nodes.
-    if (!local_node(model, (d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node)) continue;
-    auto cfg = shaper->get(port_ifindex(d.link, d.b_to_a));
+    const int from = (d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node;
+    if (!local_node(model, from)) continue;
+    auto cfg = dp.port_config(port_ifindex(d.link, d.b_to_a));
     const bool shaped = static_cast<bool>(cfg);
     LinkChange c;
     // The change is in the real fabric's units, as the scenario is; the port runs dilated.
@@ -144,29 +147,19 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
     // What the datapath will enforce, in scenario terms: zeros read as "off", the default queue
     // of a rate-limited link appears.
     c.after = to_real(to_shape(to_cfg(port)), model.time_scale);
-    const std::string netns =
-        node_netns_path(model, paths, (d.b_to_a ? t.links[d.link].b : t.links[d.link].a).node);
+    const std::string netns = node_netns_path(model, paths, from);
     if (!shaped) {
-      FABEMU_TRY(shape_port_in(*shaper, netns, port, /*set_gso=*/true));
+      FABEMU_TRY(dp.attach_port(netns, port));
       c.attached_now = true;
     } else {
-      FABEMU_TRY(shaper->set(port));
+      FABEMU_TRY(dp.set_port(port));
       // Deeper queues or longer delays than fq was sized for: grow its limits (it keeps its
-      // packets); the program stays attached.
+      // packets); the program stays attached. htb follows the rate: a new class rate (queued
+      // packets stay), htb added to a port that had no rate, removed from one that has none.
       const bool grow_fq = port.fq && !(*port.fq == fq_params_for(wall_before));
-      // htb follows the rate: a new class rate (queued packets stay), htb added to a port that
-      // had no rate, removed from one that has none now.
       const auto htb_before = mode->htb ? htb_params_for(wall_before) : std::nullopt;
-      if (grow_fq || port.htb != htb_before) {
-        FABEMU_TRY(run_in_netns(netns, [&]() -> Result<void> {
-          auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, std::chrono::seconds(30));
-          if (!rtnl) return rtnl.error();
-          const int ifindex = static_cast<int>(port.ifindex);
-          if (grow_fq) return replace_root_fq(*rtnl, ifindex, *port.fq);
-          if (!port.htb) return remove_root_qdisc(*rtnl, ifindex);
-          return replace_root_htb(*rtnl, ifindex, *port.htb, htb_before.has_value());
-        }));
-      }
+      if (grow_fq || port.htb != htb_before)
+        FABEMU_TRY(dp.resize_port_qdisc(netns, port, grow_fq, htb_before.has_value()));
     }
     out.push_back(std::move(c));
   }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "apply/lab_datapath.h"
 #include "model/topology.h"
 #include "plan/lab_paths.h"
 #include "plan/plan.h"
@@ -56,15 +57,16 @@ struct ChangeOptions {
   bool accept_degraded = false;  // allow delay/jitter on a policer lab (they are not added)
 };
 
+// The links `link` names ("a:b", "a>b"), each once: what a down or up of it fails or repairs.
+Result<std::vector<int>> links_named(const Topology& topo, const std::string& link);
+
 // Merges `change` (in the real fabric's units) into the live shape of every direction `link` names
-// ("a:b" both, "a>b" one) and writes it to the maps: the next packet sees it; queues, loss
+// ("a:b" both, "a>b" one) and writes it through `dp`: the next packet sees it; queues, loss
 // sequences and counters carry on. A port without the model gets it first. Zero values turn a
-// setting off. Through `open` when given (the fault player changes links many times), else maps
-// opened for this call. In a lab across machines only the directions that leave this machine's
-// nodes change (none here: an empty list).
+// setting off. In a lab across machines only the directions that leave this machine's nodes
+// change (none here: an empty list).
 Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabModel& model,
                                              const std::string& link, const LinkShape& change,
-                                             const ChangeOptions& options = {},
-                                             LinkShaper* open = nullptr);
+                                             const ChangeOptions& options, LabDatapath& dp);
 
 }  // namespace fabemu

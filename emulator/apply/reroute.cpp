@@ -150,17 +150,6 @@ Result<std::string> Rerouter::apply(const std::set<int>& next_failed) {
          " switches";
 }
 
-Result<std::string> reroute_link(const LabModel& model, const LabPaths& paths,
-                                 const std::string& link, bool failed) {
-  auto dirs = find_directions(model.topo, link);
-  if (!dirs) return dirs.error();
-  std::vector<int> links;
-  for (const Direction& d : *dirs) links.push_back(d.link);
-  auto r = Rerouter::open(model, paths);
-  if (!r) return r.error();
-  return r->set_failed(links, failed);
-}
-
 Result<void> Rerouter::replace_bridge(int sw, const std::vector<Route>& routes) {
   if (!ovs_tools_) {
     auto tools = find_ovs_tools();

@@ -41,8 +41,4 @@ class Rerouter {
   int pool_ = -1;                      // the lab's address pool (OVS MACs carry it)
 };
 
-// `link down/up` with reroute: the links `link` names ("a:b", "a>b") failed or repaired.
-Result<std::string> reroute_link(const LabModel& model, const LabPaths& paths,
-                                 const std::string& link, bool failed);
-
 }  // namespace fabemu

@@ -60,9 +60,10 @@ std::optional<SizeResult> trial(LabModel& m, const LabPaths& paths, const Worklo
                                 std::string& failure) {
   LinkShape shape;
   shape.rate_bps = rate;
+  auto dp = kernel_datapath(m, paths, &maps);
   for (const Link& l : m.topo.links) {
     const std::string name = link_name(m.topo, l);
-    if (auto r = change_links(paths, m, name, shape, {}, &maps); !r) {
+    if (auto r = change_links(paths, m, name, shape, {}, *dp); !r) {
       failure = r.error().what();
       return std::nullopt;
     }

@@ -6,11 +6,8 @@
 #include <algorithm>
 #include <map>
 
-#include "apply/cgroup.h"
 #include "apply/journal.h"
 #include "apply/link_control.h"
-#include "apply/reroute.h"
-#include "apply/rtnl.h"
 #include "model/workload_estimate.h"
 #include "runtime/host_faults.h"
 #include "util/netns.h"
@@ -174,8 +171,12 @@ std::string fault_timeline_note(const LabModel& m) {
          "`expect: {faults_played: any}`";
 }
 
-FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vector<FaultStep> steps)
-    : model_(model), paths_(paths), log_(fault_log(model, std::move(steps))) {
+FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vector<FaultStep> steps,
+                         std::unique_ptr<LabDatapath> dp)
+    : model_(model),
+      paths_(paths),
+      log_(fault_log(model, std::move(steps))),
+      dp_(dp ? std::move(dp) : kernel_datapath(model, paths)) {
   // Opening the maps loads and verifies the link model: here, before the workload starts, so
   // that a link fault lands when it is due even while the ranks keep every CPU busy. (Opened
   // late, apply() tries again and says why it cannot.)
@@ -184,8 +185,7 @@ FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vect
   for (const AppliedFault& a : log_)
     links |= a.step.kind != K::Cpu && a.step.kind != K::Freeze && a.step.kind != K::Thaw &&
              a.step.kind != K::Partition && a.step.kind != K::Heal;
-  if (links)
-    if (auto maps = open_link_model(paths_)) maps_.emplace(std::move(*maps));
+  if (links) (void)dp_->open_link_model();
   if (links && !model.bgp.empty()) {
     if (auto w = FibWatcher::start(model, paths))
       fib_ = std::move(*w);
@@ -205,6 +205,10 @@ void FaultPlayer::start(Clock::time_point t0) {
 
 void FaultPlayer::stop() {
   thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void FaultPlayer::wait() {
   if (thread_.joinable()) thread_.join();
 }
 
@@ -274,11 +278,10 @@ void FaultPlayer::run(std::stop_token stop) {
 
 Result<std::string> FaultPlayer::apply(const FaultStep& s) {
   using K = FaultStep::Kind;
-  LinkShaper* maps = maps_ ? &*maps_ : nullptr;
   switch (s.kind) {
     case K::Partition:
     case K::Heal:
-      return set_partition(model_, paths_, s.groups, s.kind == K::Partition);
+      return set_partition(model_, s.groups, s.kind == K::Partition, *dp_);
     case K::Cpu:
     case K::Crash:
     case K::Restart:
@@ -288,14 +291,14 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
     case K::NicUp: {
       const int id = model_.topo.find(s.target);
       if (!local_node(model_, id)) return std::string(kElsewhere);
-      if (s.kind == K::Crash) return crash_host(model_, paths_, s.target, maps);
-      if (s.kind == K::Restart) return restart_host(model_, paths_, s.target, maps);
+      if (s.kind == K::Crash) return crash_host(model_, paths_, s.target, *dp_);
+      if (s.kind == K::Restart) return restart_host(model_, paths_, s.target, *dp_);
       if (s.kind == K::Freeze || s.kind == K::Thaw)
-        return freeze_host(model_, paths_, s.target, s.kind == K::Freeze);
+        return freeze_host(model_, s.target, s.kind == K::Freeze, *dp_);
       if (s.kind == K::NicDown || s.kind == K::NicUp)
-        return set_nic(model_, paths_, s.target, s.nic, s.kind == K::NicUp, maps);
+        return set_nic(model_, paths_, s.target, s.nic, s.kind == K::NicUp, *dp_);
       const auto cpu = s.cpu ? s.cpu : model_.topo.nodes[id].limits.cpu;
-      FABEMU_TRY(set_cpu_quota(detect_cgroups(), host_cgroup(paths_, s.target), cpu));
+      FABEMU_TRY(dp_->set_cpu_quota(s.target, cpu));
       return std::string(cpu ? "cgroup CPU quota set" : "cgroup CPU quota removed");
     }
     default:
@@ -303,27 +306,15 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
   }
   LinkShape change = s.shape;
   if (s.kind != K::Shape) change.down = s.kind == K::Down;
-  if (!maps_) {
-    auto maps = open_link_model(paths_);
-    if (!maps) return maps.error();
-    maps_.emplace(std::move(*maps));
-  }
-  auto changed = change_links(paths_, model_, s.target, change, {true}, &*maps_);
+  auto changed = change_links(paths_, model_, s.target, change, {true}, *dp_);
   if (!changed) return changed.error();
   // A lab across machines: every machine reroutes its own switches, whoever owns the link.
   const bool here = !changed->empty();
   if (s.kind == K::Shape || !s.reroute)
     return std::string(here ? "link model updated" : kElsewhere);
-  auto dirs = find_directions(model_.topo, s.target);
-  if (!dirs) return dirs.error();
-  std::vector<int> links;
-  for (const Direction& d : *dirs) links.push_back(d.link);
-  if (!rerouter_) {
-    auto r = Rerouter::open(model_, paths_);
-    if (!r) return r.error();
-    rerouter_.emplace(std::move(*r));
-  }
-  auto rerouted = rerouter_->set_failed(links, s.kind == K::Down);
+  auto links = links_named(model_.topo, s.target);
+  if (!links) return links.error();
+  auto rerouted = dp_->set_failed_links(*links, s.kind == K::Down);
   if (!rerouted || model_.bgp.empty()) return rerouted;
   const auto& bfd = model_.scenario.fabric.bfd;
   return std::string(s.kind == K::Down ? "link model drops everything" : "link model carries") +

@@ -12,10 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "apply/reroute.h"
+#include "apply/lab_datapath.h"
 #include "plan/plan.h"
 #include "runtime/fib_watch.h"
-#include "shaping/link_shaper.h"
 #include "util/result.h"
 
 namespace fabemu {
@@ -89,13 +88,16 @@ std::string fault_timeline_note(const LabModel& model);
 // when each FIB changed. Host steps write the host's cgroup CPU quota.
 class FaultPlayer {
  public:
-  FaultPlayer(const LabModel& model, const LabPaths& paths, std::vector<FaultStep> steps);
+  // Through `dp` when given (the unit tests' in-memory lab), else the kernel's datapath.
+  FaultPlayer(const LabModel& model, const LabPaths& paths, std::vector<FaultStep> steps,
+              std::unique_ptr<LabDatapath> dp = nullptr);
   ~FaultPlayer();
   FaultPlayer(const FaultPlayer&) = delete;
   FaultPlayer& operator=(const FaultPlayer&) = delete;
 
   void start(std::chrono::steady_clock::time_point t0);
   void stop();
+  void wait();                            // until every step has been played
   std::vector<AppliedFault> log() const;  // every step, in time order
 
  private:
@@ -105,10 +107,9 @@ class FaultPlayer {
   const LabModel& model_;
   const LabPaths& paths_;
   std::vector<AppliedFault> log_;
-  std::optional<LinkShaper> maps_;    // the link model's, opened at the first link step
-  std::optional<Rerouter> rerouter_;  // opened at the first link step that reroutes
-  std::unique_ptr<FibWatcher> fib_;   // routing: bgp
-  std::string fib_error_;             // why there is no watcher
+  std::unique_ptr<LabDatapath> dp_;
+  std::unique_ptr<FibWatcher> fib_;  // routing: bgp
+  std::string fib_error_;            // why there is no watcher
   std::chrono::steady_clock::time_point t0_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;  // waits end early when the thread is asked to stop

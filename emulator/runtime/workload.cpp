@@ -204,11 +204,12 @@ StepResult run_links_step(const LabModel& m, const LabPaths& paths, size_t index
     r.failure = maps.error().what();
     return r;
   }
+  auto dp = kernel_datapath(m, paths, &*maps);
   size_t directions = 0;
   for (const Link& l : m.topo.links) {
     const std::string name = link_name(m.topo, l);
     if (ls.select != "all" && ls.select != l.cls && ls.select != name) continue;
-    auto changed = change_links(paths, m, name, ls.set, {}, &*maps);
+    auto changed = change_links(paths, m, name, ls.set, {}, *dp);
     if (!changed) {
       r.failure = changed.error().what();
       return r;
@@ -217,7 +218,7 @@ StepResult run_links_step(const LabModel& m, const LabPaths& paths, size_t index
   }
   // One direction of one link ("a>b"): the link named by its own rule.
   if (directions == 0 && ls.select.find('>') != std::string::npos) {
-    auto changed = change_links(paths, m, ls.select, ls.set, {}, &*maps);
+    auto changed = change_links(paths, m, ls.select, ls.set, {}, *dp);
     if (!changed) {
       r.failure = changed.error().what();
       return r;

@@ -15,9 +15,10 @@ Result<HostOutcome> host_fault(const HostRequest& req, const LabPaths& base) {
   paths.lab = req.lab;
   auto model = open_lab(paths);
   if (!model) return model.error();
-  Result<std::string> done = a == "crash"     ? crash_host(*model, paths, req.host)
-                             : a == "restart" ? restart_host(*model, paths, req.host)
-                                              : freeze_host(*model, paths, req.host, a == "freeze");
+  auto dp = kernel_datapath(*model, paths);
+  Result<std::string> done = a == "crash"     ? crash_host(*model, paths, req.host, *dp)
+                             : a == "restart" ? restart_host(*model, paths, req.host, *dp)
+                                              : freeze_host(*model, req.host, a == "freeze", *dp);
   if (!done) {
     Error e = done.error().context("host " + a);
     return errno_of(done.error()) == ENOENT ? with_failure(std::move(e), Failure::BadInput) : e;

@@ -1,7 +1,7 @@
 // `link set/down/up`: live changes to a running lab's link model, and reroutes.
 #include <algorithm>
 
-#include "apply/reroute.h"
+#include "apply/link_control.h"
 #include "scenario/link_shape_text.h"
 #include "session/session.h"
 
@@ -42,16 +42,20 @@ Result<LinkOutcome> change_link(const LinkRequest& req, const LabPaths& base) {
   paths.lab = req.lab;
   auto model = open_lab(paths);
   if (!model) return model.error();
-  // Again with the lab's MTU: a byte queue must hold one full-size packet.
-  auto change = link_change(req, model->scenario.fabric.mtu);
+  auto dp = kernel_datapath(*model, paths);
+  return change_link(req, *model, paths, *dp);
+}
+
+Result<LinkOutcome> change_link(const LinkRequest& req, const LabModel& model,
+                                const LabPaths& paths, LabDatapath& dp) {
+  // With the lab's MTU: a byte queue must hold one full-size packet.
+  auto change = link_change(req, model.scenario.fabric.mtu);
   if (!change) return change.error();
-  ChangeOptions opts;
-  opts.accept_degraded = req.accept_degraded;
   LinkOutcome out;
   out.lab = req.lab;
   out.link = req.link;
   out.action = !req.down ? "set" : *req.down ? "down" : "up";
-  auto done = change_links(paths, *model, req.link, *change, opts);
+  auto done = change_links(paths, model, req.link, *change, {req.accept_degraded}, dp);
   if (!done) {
     const int err = errno_of(done.error());
     if (err == ENOENT || err == EINVAL) return with_failure(done.error(), Failure::BadInput);
@@ -61,7 +65,9 @@ Result<LinkOutcome> change_link(const LinkRequest& req, const LabPaths& base) {
   if (!req.down || !req.reroute) return out;
   // Down and up move the routes as the fault timeline does (a lab across machines: every
   // machine its own switches, whoever owns the link).
-  auto rerouted = reroute_link(*model, paths, req.link, *req.down);
+  auto links = links_named(model.topo, req.link);
+  if (!links) return links.error();
+  auto rerouted = dp.set_failed_links(*links, *req.down);
   if (!rerouted) return rerouted.error().context("link " + out.action);
   out.rerouted = std::move(*rerouted);
   return out;

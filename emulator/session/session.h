@@ -156,6 +156,9 @@ struct LinkOutcome {
   Json to_json() const;
 };
 Result<LinkOutcome> change_link(const LinkRequest& req, const LabPaths& base);
+// The same on an open lab through `dp` (the unit tests' in-memory datapath; paths.lab set).
+Result<LinkOutcome> change_link(const LinkRequest& req, const LabModel& model,
+                                const LabPaths& paths, LabDatapath& dp);
 
 // A link shape as JSON, in the real fabric's units (status, link).
 Json shape_json(const LinkShape& s);

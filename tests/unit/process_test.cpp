@@ -136,7 +136,8 @@ TEST(Process, AProgramsOwnExit127IsItsStatusNotAFailureToStart) {
   ASSERT_TRUE(p) << p.error().what();
   EXPECT_EQ(p->wait(), 127);
   // A file without execute permission.
-  const std::string plain = ::testing::TempDir() + "/fabemu-not-executable";
+  const std::string plain =
+      ::testing::TempDir() + "/fabemu-not-executable-" + std::to_string(::getpid());
   ASSERT_TRUE(write_file(plain, "#!/bin/sh\n"));
   ::chmod(plain.c_str(), 0644);
   spec.argv = {plain};
@@ -144,6 +145,7 @@ TEST(Process, AProgramsOwnExit127IsItsStatusNotAFailureToStart) {
   ASSERT_FALSE(denied);
   EXPECT_EQ(errno_of(denied.error()), EACCES) << denied.error().what();
   EXPECT_EQ(denied.error().what(), "running " + plain + ": Permission denied");
+  ::unlink(plain.c_str());
 }
 
 TEST(Process, BeforeExecRunsInTheChildAndItsErrorIsStarts) {
