@@ -141,7 +141,8 @@ int agent_run(const AgentArgs& a, const LabPaths& paths) {
   const auto t0 = Clock::now() + std::chrono::nanoseconds(a.start_at_ns - now_ns);
   RunReport part;
   if (auto mode = read_link_mode(paths)) part.link_mode = *mode;
-  play_workload(*m, paths, wo, t0, part, /*live=*/false);
+  session::Observer silent;  // the launcher prints the steps, from every machine's part
+  session::play_workload(*m, paths, wo, t0, part, silent);
   const std::string out = a.out + "/part-" + std::to_string(m->part ? m->part->index : 0) + ".json";
   if (auto w = write_file(out, run_part_text(part)); !w) {
     print_error(w.error().what());

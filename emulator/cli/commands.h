@@ -69,6 +69,9 @@ class TerminalObserver : public session::Observer {
   explicit TerminalObserver(bool quiet);
   void progress(std::string_view phase, size_t done, size_t total) override;
   void remark(const std::string& line) override;
+  // The step's table (incast flows) and verdict on stdout, flushed before the next step's
+  // programs write there.
+  void step_done(const LabModel& m, const StepReport& s, const std::string& table) override;
 
  private:
   bool quiet_, tty_;
@@ -120,11 +123,7 @@ int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& bas
 // Which rows `status` shows: nodes and links by name or glob (a link's node, or a link "a:b"
 // either way round); none given: every row of a small lab, a summary by tier of a big one
 // unless `all`.
-struct StatusView {
-  std::vector<std::string> nodes, links;
-  bool all = false;
-  bool filtered() const { return !nodes.empty() || !links.empty(); }
-};
+using session::StatusView;
 int cmd_status(const std::string& lab, bool json, const StatusView& view, const LabPaths& base);
 // `json` (with `all`): the hosts' exit statuses and outputs as one JSON object on stdout.
 // `clock`: "fabric" or "wall" over the scenario's hosts.clock; empty: the scenario's.
@@ -196,11 +195,6 @@ using session::up_notes;
 // line (and pairs without an answer) and counts them into the report; true when all answered.
 bool print_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds,
                         RunReport& report);
-// The workload with the fault timeline and the sampler beside it, timed from t0 (across
-// machines: the launcher's common start); `live` prints each step's verdict as it ends. False
-// when a step failed.
-bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptions& wo,
-                   std::chrono::steady_clock::time_point t0, RunReport& report, bool live);
 void print_step(const LabModel& m, const StepReport& s);
 // Faults, busiest links, expectations, the report files; the exit code.
 int finish_run(const LabModel& m, RunReport& report, const std::string& report_dir);

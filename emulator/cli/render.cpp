@@ -67,4 +67,10 @@ void TerminalObserver::remark(const std::string& line) {
   if (!quiet_) std::fprintf(stderr, "  %s\n", line.c_str());
 }
 
+void TerminalObserver::step_done(const LabModel& m, const StepReport& s, const std::string& table) {
+  if (!table.empty()) std::printf("%s", table.c_str());
+  print_step(m, s);
+  std::fflush(stdout);
+}
+
 }  // namespace fabemu::cli

@@ -34,20 +34,6 @@ std::string duration_text(const LabModel& m, double wall_s) {
          " of the real fabric (" + wall + " of wall clock)";
 }
 
-// Every 250 ms of wall clock, or the scenario's interval of the real fabric, dilated (but not
-// below 20 ms: reading the counters costs the machine too).
-std::chrono::milliseconds sampling_interval(const LabModel& m, bool say) {
-  const auto& real = m.scenario.telemetry.interval_ns;
-  if (!real) return std::chrono::milliseconds(250);
-  const uint64_t wall_ms = m.time_scale.wall_ns(*real) / 1'000'000;
-  if (wall_ms < 20 && say)
-    std::printf(
-        "  note: telemetry every %s of the real fabric is %llu ms of wall clock; sampling "
-        "every 20 ms instead\n",
-        format_time_ns(*real).c_str(), static_cast<unsigned long long>(wall_ms));
-  return std::chrono::milliseconds(std::max<uint64_t>(20, wall_ms));
-}
-
 }  // namespace
 
 void print_step(const LabModel& m, const StepReport& s) {
@@ -60,40 +46,6 @@ void print_step(const LabModel& m, const StepReport& s) {
   }
 }
 
-bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptions& wo,
-                   Clock::time_point t0, RunReport& report, bool live) {
-  FaultPlayer faults(m, paths, expand_faults(m.scenario));
-  TelemetrySampler telemetry(m, paths, sampling_interval(m, live));
-  std::this_thread::sleep_until(t0);  // a lab across machines: the common start
-  telemetry.start(t0);
-  faults.start(t0);
-  bool ok = true;
-  for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
-    std::fflush(stdout);
-    const double start = seconds_since(t0);
-    const StepResult r = run_step(m, paths, i, wo);
-    const TimeScale& t = m.time_scale;
-    StepReport s{r.title, r.ok, r.failure, t.real_s(start), t.real_s(r.seconds), start, r.seconds,
-                 {},      {},   {},        r.note};
-    s.flows = r.flows;
-    if (const auto* c = std::get_if<CollectiveStep>(&m.scenario.workload[i].step)) {
-      s.collective = c->collective;
-      if (auto text = read_file(r.json_lines)) s.results = read_benchmark_results(*text);
-    }
-    if (live && !r.table.empty()) std::printf("%s", r.table.c_str());
-    if (live) print_step(m, s);
-    ok = ok && r.ok;
-    report.steps.push_back(std::move(s));
-  }
-  faults.stop();
-  telemetry.stop();
-  report.faults = faults.log();
-  report.samples = telemetry.samples();
-  report.sample_slack_bytes = telemetry.slack_bytes();
-  if (!telemetry.error().empty()) report.notes.push_back("telemetry: " + telemetry.error());
-  return ok;
-}
-
 namespace {
 
 // The workload with the fault timeline and the sampler running beside it.
@@ -104,7 +56,9 @@ void run_workload(const LabModel& m, const LabPaths& paths, RunReport& report, i
     code = kExitFailed;
     return;
   }
-  if (!play_workload(m, paths, wo, Clock::now(), report, /*live=*/true)) code = kExitFailed;
+  TerminalObserver observer(/*quiet=*/false);
+  std::fflush(stdout);  // before the steps' programs write to the same stdout
+  if (!session::play_workload(m, paths, wo, Clock::now(), report, observer)) code = kExitFailed;
   for (const std::string& n : report.notes) std::printf("  note: %s\n", n.c_str());
 }
 

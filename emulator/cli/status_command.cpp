@@ -1,5 +1,4 @@
 // `status`: a lab's state (runtime/lab_status) rendered as tables or as one JSON object.
-#include <fnmatch.h>
 #include <CLI/CLI.hpp>
 #include <memory>
 
@@ -19,10 +18,6 @@ namespace {
 
 // Everything below renders the JSON object, so that one machine's status and the merged
 // status of a lab across machines print alike.
-
-unsigned long long num(const Json& j, const char* key) {
-  return j.is_object() ? j.value(key, 0ULL) : 0ULL;
-}
 
 LinkShape shape_from_json(const Json& j) {
   LinkShape s;
@@ -52,21 +47,6 @@ LinkShape shape_from_json(const Json& j) {
                      p.value("watchdog_ns", uint64_t{0})};
   }
   return s;
-}
-
-bool direction_down(const Json& link, const char* dir) {
-  return link.contains(dir) && link[dir]["shape"].value("down", false);
-}
-
-// Both ends running and neither direction `link down` (LabStatus::link_up, from the JSON).
-bool link_up(const Json& link) {
-  return link["a"].value("up", false) && link["b"].value("up", false) &&
-         !direction_down(link, "a_to_b") && !direction_down(link, "b_to_a");
-}
-
-// A direction's drops other than its queue's: loss, link down, the PFC watchdog.
-unsigned long long drops_of(const Json& counters) {
-  return num(counters, "drop_loss") + num(counters, "drop_down") + num(counters, "drop_watchdog");
 }
 
 int shaped_ports(const Json& j) {
@@ -107,7 +87,7 @@ void print_links(const Json& j) {
               "CE", "QDELAY99", pfc ? "     PAUSED  PAUSES" : "", "SHAPE (live)");
   for (const Json& link : j["links"]) {
     const Json &a = link["a"], &b = link["b"];
-    const bool up = link_up(link);
+    const bool up = session::status_link_up(link);
     for (bool back : {false, true}) {
       const char* dir = back ? "b_to_a" : "a_to_b";
       const Json d = link.contains(dir) ? link[dir] : Json();
@@ -119,9 +99,9 @@ void print_links(const Json& j) {
       if (shaped && !fq && (shape.delay_ns || shape.jitter_ns)) text += " [no fq: no delay/jitter]";
       const Json c = d.is_object() ? d["counters"] : Json();
       // A dilated lab's smallest bucket can be under a nanosecond of the real fabric.
-      const std::string qd = num(c, "packets")
+      const std::string qd = session::json_count(c, "packets")
                                  ? "<" + format_time_short(std::max<unsigned long long>(
-                                             1, num(c, "queue_delay_p99_ns")))
+                                             1, session::json_count(c, "queue_delay_p99_ns")))
                                  : "-";
       // The port with its node: a switch's ports are named after their peers ("h1" on leaf1),
       // which alone would read as the peer's address.
@@ -131,136 +111,27 @@ void print_links(const Json& j) {
       std::string paused;
       if (pfc) {
         char buf[40];
-        const unsigned long long ns = num(c, "pause_ns");
+        const unsigned long long ns = session::json_count(c, "pause_ns");
         std::snprintf(buf, sizeof buf, " %10s %7llu", ns ? format_time_short(ns).c_str() : "0",
-                      num(c, "pause_events"));
+                      session::json_count(c, "pause_events"));
         paused = buf;
       }
-      if (num(c, "drop_watchdog"))
-        text += " [PFC watchdog dropped " + std::to_string(num(c, "drop_watchdog")) + "]";
-      std::printf("%-22s %-5s %-25s %-25s %-6s %10llu %8llu %8llu %8llu %9s%s  %s\n",
-                  back ? "" : link.value("name", "").c_str(), back ? "" : (up ? "up" : "DOWN"),
-                  back ? "" : end_text(a).c_str(), back ? "" : end_text(b).c_str(),
-                  back ? "b>a" : "a>b", shaped ? num(c, "packets") : num(from, "tx_packets"),
-                  drops_of(c), num(c, "drop_queue"), num(c, "ce_marks"), qd.c_str(), paused.c_str(),
-                  text.c_str());
+      if (session::json_count(c, "drop_watchdog"))
+        text += " [PFC watchdog dropped " +
+                std::to_string(session::json_count(c, "drop_watchdog")) + "]";
+      std::printf(
+          "%-22s %-5s %-25s %-25s %-6s %10llu %8llu %8llu %8llu %9s%s  %s\n",
+          back ? "" : link.value("name", "").c_str(), back ? "" : (up ? "up" : "DOWN"),
+          back ? "" : end_text(a).c_str(), back ? "" : end_text(b).c_str(), back ? "b>a" : "a>b",
+          shaped ? session::json_count(c, "packets") : session::json_count(from, "tx_packets"),
+          session::status_drops(c), session::json_count(c, "drop_queue"),
+          session::json_count(c, "ce_marks"), qd.c_str(), paused.c_str(), text.c_str());
     }
   }
 }
 
 // A lab bigger than this (nodes or links) prints a summary unless rows are asked for.
 constexpr size_t kFullTable = 64;
-
-bool matches(const std::vector<std::string>& patterns, const std::string& name) {
-  for (const std::string& p : patterns)
-    if (::fnmatch(p.c_str(), name.c_str(), 0) == 0) return true;
-  return false;
-}
-
-// The nodes and links the view asks for; rdma devices of the hosts kept.
-Json filter_status(const Json& j, const StatusView& v) {
-  Json out = j;
-  std::set<std::string> nodes;
-  for (const Json& n : j["nodes"])
-    if (matches(v.nodes, n.value("name", ""))) nodes.insert(n.value("name", ""));
-  Json links = Json::array();
-  std::set<std::string> ends;
-  for (const Json& l : j["links"]) {
-    const std::string a = l["a"].value("node", ""), b = l["b"].value("node", "");
-    if (!nodes.count(a) && !nodes.count(b) && !matches(v.links, a + ":" + b) &&
-        !matches(v.links, b + ":" + a))
-      continue;
-    links.push_back(l);
-    ends.insert({a, b});
-  }
-  // A link asked for by name brings its ends' rows; a node asked for, only itself.
-  Json kept = Json::array();
-  for (const Json& n : j["nodes"])
-    if (nodes.count(n.value("name", "")) || (!v.links.empty() && ends.count(n.value("name", ""))))
-      kept.push_back(n);
-  out["nodes"] = kept;
-  out["links"] = links;
-  if (out["rdma"].contains("devices")) {
-    Json devices = Json::array();
-    for (const Json& d : j["rdma"]["devices"])
-      if (nodes.count(d.value("host", ""))) devices.push_back(d);
-    out["rdma"]["devices"] = devices;
-  }
-  out["filter"] = {{"nodes", v.nodes}, {"links", v.links}};
-  return out;
-}
-
-// A tier's name from its nodes' names: the letters before the first one's number ("leaf7" ->
-// "leaf"); the role where names have none in common.
-std::string tier_name(const std::vector<std::string>& names, const std::string& role) {
-  auto stem = [](const std::string& n) { return n.substr(0, n.find_first_of("0123456789")); };
-  const std::string s = names.empty() ? "" : stem(names.front());
-  for (const std::string& n : names)
-    if (stem(n) != s) return role;
-  return s.empty() ? role : s;
-}
-
-// By tier: nodes and how many are present; by link class: links up, shaped directions and the
-// counters summed; links down by name; the directions that dropped most.
-Json status_summary(const Json& j) {
-  std::map<std::pair<int, std::string>, std::vector<std::string>> tiers;  // (tier, role)
-  std::map<std::pair<int, std::string>, int> present;
-  for (const Json& n : j["nodes"]) {
-    const auto key = std::pair(-n.value("tier", 0), n.value("role", ""));
-    tiers[key].push_back(n.value("name", ""));
-    present[key] += n.value("present", false);
-  }
-  Json out_tiers = Json::array();
-  for (const auto& [key, names] : tiers)
-    out_tiers.push_back({{"tier", -key.first},
-                         {"name", tier_name(names, key.second)},
-                         {"role", key.second},
-                         {"nodes", names.size()},
-                         {"present", present[key]},
-                         {"first", names.front()},
-                         {"last", names.back()}});
-  std::map<std::string, Json> classes;
-  Json down = Json::array();
-  std::vector<std::pair<unsigned long long, std::string>> dropping;
-  for (const Json& l : j["links"]) {
-    Json& c = classes[l.value("class", "")];
-    if (c.is_null())
-      c = {{"class", l.value("class", "")}, {"links", 0},       {"up", 0},
-           {"shaped_directions", 0},        {"packets", 0ULL},  {"drops", 0ULL},
-           {"queue_drops", 0ULL},           {"ce_marks", 0ULL}, {"pause_ns", 0ULL}};
-    c["links"] = c["links"].get<int>() + 1;
-    const bool up = link_up(l);
-    c["up"] = c["up"].get<int>() + up;
-    if (!up) down.push_back(l.value("name", ""));
-    for (const auto& [dir, from] : {std::pair{"a_to_b", "a"}, std::pair{"b_to_a", "b"}}) {
-      const Json d = l.contains(dir) ? l[dir] : Json();
-      const bool shaped = d.is_object() && d.value("shaped", false);
-      const Json counters = d.is_object() ? d["counters"] : Json();
-      const unsigned long long drops = drops_of(counters);
-      auto add = [&](const char* key, unsigned long long v) {
-        c[key] = c[key].get<unsigned long long>() + v;
-      };
-      c["shaped_directions"] = c["shaped_directions"].get<int>() + shaped;
-      add("packets", shaped ? num(counters, "packets") : num(l[from], "tx_packets"));
-      add("drops", drops);
-      add("queue_drops", num(counters, "drop_queue"));
-      add("ce_marks", num(counters, "ce_marks"));
-      add("pause_ns", num(counters, "pause_ns"));
-      if (const unsigned long long all = drops + num(counters, "drop_queue"))
-        dropping.emplace_back(all, d.value("direction", l.value("name", "")));
-    }
-  }
-  std::sort(dropping.rbegin(), dropping.rend());
-  if (dropping.size() > 10) dropping.resize(10);
-  Json out_classes = Json::array();
-  for (auto& [name, c] : classes) out_classes.push_back(std::move(c));
-  Json top = Json::array();
-  for (const auto& [n, name] : dropping) top.push_back({{"direction", name}, {"drops", n}});
-  return {{"tiers", out_tiers},
-          {"link_classes", out_classes},
-          {"links_down", down},
-          {"most_drops", top}};
-}
 
 void print_summary(const Json& j) {
   const Json& s = j["summary"];
@@ -272,12 +143,12 @@ void print_summary(const Json& j) {
   std::printf("\n%-12s %7s %7s %7s %14s %10s %10s %10s %10s\n", "LINKS", "COUNT", "UP", "SHAPED",
               "PACKETS", "DROPS", "QDROPS", "CE", "PAUSED");
   for (const Json& c : s["link_classes"]) {
-    const unsigned long long pause = num(c, "pause_ns");
+    const unsigned long long pause = session::json_count(c, "pause_ns");
     std::printf("%-12s %7d %7d %7d %14llu %10llu %10llu %10llu %10s\n",
                 c.value("class", "").c_str(), c.value("links", 0), c.value("up", 0),
-                c.value("shaped_directions", 0), num(c, "packets"), num(c, "drops"),
-                num(c, "queue_drops"), num(c, "ce_marks"),
-                pause ? format_time_short(pause).c_str() : "0");
+                c.value("shaped_directions", 0), session::json_count(c, "packets"),
+                session::json_count(c, "drops"), session::json_count(c, "queue_drops"),
+                session::json_count(c, "ce_marks"), pause ? format_time_short(pause).c_str() : "0");
   }
   const Json& down = s["links_down"];
   if (!down.empty()) {
@@ -290,7 +161,7 @@ void print_summary(const Json& j) {
   if (!s["most_drops"].empty()) {
     std::printf("\nmost drops:");
     for (const Json& d : s["most_drops"])
-      std::printf(" %s %llu;", d.value("direction", "").c_str(), num(d, "drops"));
+      std::printf(" %s %llu;", d.value("direction", "").c_str(), session::json_count(d, "drops"));
     std::printf("\n");
   }
   const Json& r = j["rdma"];
@@ -334,8 +205,9 @@ void print_rdma(const Json& j) {
     }
     const Json& hw = d["hw_counters"];
     std::printf("%-12s %-24s %-8s %-8s %12llu %12llu  %s\n", host.c_str(), name.c_str(),
-                d.value("netdev", "").c_str(), d.value("state", "").c_str(), num(hw, "sent_pkts"),
-                num(hw, "rcvd_pkts"), short_gid(d.value("gid1", "")).c_str());
+                d.value("netdev", "").c_str(), d.value("state", "").c_str(),
+                session::json_count(hw, "sent_pkts"), session::json_count(hw, "rcvd_pkts"),
+                short_gid(d.value("gid1", "")).c_str());
     // The rest only where something happened: retries, sequence errors, RNR NAKs, ...
     std::string other;
     for (const char* set : {"hw_counters", "counters"})
@@ -421,13 +293,8 @@ void print_status_json(const Json& j) {
 }
 
 void show_status(Json j, bool json, const StatusView& view) {
-  j["summary"] = status_summary(j);  // of the whole lab, whatever rows are shown
   const bool big = j["nodes"].size() > kFullTable || j["links"].size() > kFullTable;
-  if (view.filtered()) {
-    Json summary = std::move(j["summary"]);
-    j = filter_status(j, view);
-    j["summary"] = std::move(summary);
-  }
+  j = session::status_view(std::move(j), view);
   if (json) {
     std::printf("%s\n", json_text(j).c_str());
     return;

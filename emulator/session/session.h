@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,7 +15,9 @@
 #include "apply/lab.h"
 #include "apply/link_control.h"
 #include "plan/lab_paths.h"
+#include "report/report.h"
 #include "runtime/lab_status.h"
+#include "runtime/workload.h"
 #include "scenario/scenario.h"
 #include "util/json.h"
 #include "util/result.h"
@@ -51,6 +54,9 @@ class Observer {
   virtual void progress(std::string_view /*phase*/, size_t /*done*/, size_t /*total*/) {}
   // A line worth showing as it happens (a probe that runs, a step skipped); not a result.
   virtual void remark(const std::string& /*line*/) {}
+  // A workload step ended (run): its report and the table it made (incast flows), if any.
+  virtual void step_done(const LabModel& /*model*/, const StepReport& /*step*/,
+                         const std::string& /*table*/) {}
 };
 
 // SIGINT and SIGTERM set a flag instead of ending the process, while one of these lives; the
@@ -194,7 +200,32 @@ Json status_json(const LabStatus& s);
 // The views of every machine of a lab across machines as one: each node, link end, direction
 // and device from the machine that holds it.
 Json merge_status(const std::vector<Json>& parts);
+
+// The rows `status` shows: nodes matching one of `nodes`, links matching `links` ("a:b", globs).
+struct StatusView {
+  std::vector<std::string> nodes, links;
+  bool all = false;  // every row of a big lab, not its summary
+  bool filtered() const { return !nodes.empty() || !links.empty(); }
+};
+// The status object as `status --json` prints it: with "summary" (by tier and link class, the
+// links down, the directions that dropped most; of the whole lab) and, for a filtered view,
+// only the rows asked for and "filter".
+Json status_view(Json status, const StatusView& view);
+
+// Fields of a status object: a counter (0 when absent), a link up (both ends running, neither
+// direction down), a direction's drops other than its queue's (loss, down, PFC's watchdog).
+unsigned long long json_count(const Json& j, const char* key);
+bool status_link_up(const Json& link);
+unsigned long long status_drops(const Json& counters);
 // The labs on this machine: {"labs": [{"lab", "state", "scenario"}, ...]}.
 Json lab_list_json(const LabPaths& base);
+
+// ---- run ------------------------------------------------------------------------------------
+
+// The workload with the fault timeline and the telemetry sampler beside it, timed from t0
+// (across machines: the launcher's common start); each step's end goes to the observer. Fills
+// the report's steps, faults, samples and notes; false when a step failed.
+bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptions& wo,
+                   std::chrono::steady_clock::time_point t0, RunReport& report, Observer& observer);
 
 }  // namespace fabemu::session

@@ -1,6 +1,9 @@
 // `status`: a lab's state (runtime/lab_status) as one JSON object, one machine's or merged.
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "runtime/lab_status.h"
 #include "session/session.h"
@@ -216,6 +219,154 @@ Json lab_list_json(const LabPaths& base) {
   for (const LabListing& l : list_lab_states(base))
     list.push_back({{"lab", l.lab}, {"state", l.state}, {"scenario", l.scenario}});
   return {{"schema", kSchemaVersion}, {"command", "status"}, {"labs", list}};
+}
+
+namespace {
+
+bool direction_down(const Json& link, const char* dir) {
+  return link.contains(dir) && link[dir]["shape"].value("down", false);
+}
+
+}  // namespace
+
+unsigned long long json_count(const Json& j, const char* key) {
+  return j.is_object() ? j.value(key, 0ULL) : 0ULL;
+}
+
+// Both ends running and neither direction `link down` (LabStatus::link_up, from the JSON).
+bool status_link_up(const Json& link) {
+  return link["a"].value("up", false) && link["b"].value("up", false) &&
+         !direction_down(link, "a_to_b") && !direction_down(link, "b_to_a");
+}
+
+// A direction's drops other than its queue's: loss, link down, the PFC watchdog.
+unsigned long long status_drops(const Json& counters) {
+  return json_count(counters, "drop_loss") + json_count(counters, "drop_down") +
+         json_count(counters, "drop_watchdog");
+}
+
+namespace {
+
+bool matches(const std::vector<std::string>& patterns, const std::string& name) {
+  for (const std::string& p : patterns)
+    if (::fnmatch(p.c_str(), name.c_str(), 0) == 0) return true;
+  return false;
+}
+
+// The nodes and links the view asks for; rdma devices of the hosts kept.
+Json filter_status(const Json& j, const StatusView& v) {
+  Json out = j;
+  std::set<std::string> nodes;
+  for (const Json& n : j["nodes"])
+    if (matches(v.nodes, n.value("name", ""))) nodes.insert(n.value("name", ""));
+  Json links = Json::array();
+  std::set<std::string> ends;
+  for (const Json& l : j["links"]) {
+    const std::string a = l["a"].value("node", ""), b = l["b"].value("node", "");
+    if (!nodes.count(a) && !nodes.count(b) && !matches(v.links, a + ":" + b) &&
+        !matches(v.links, b + ":" + a))
+      continue;
+    links.push_back(l);
+    ends.insert({a, b});
+  }
+  // A link asked for by name brings its ends' rows; a node asked for, only itself.
+  Json kept = Json::array();
+  for (const Json& n : j["nodes"])
+    if (nodes.count(n.value("name", "")) || (!v.links.empty() && ends.count(n.value("name", ""))))
+      kept.push_back(n);
+  out["nodes"] = kept;
+  out["links"] = links;
+  if (out["rdma"].contains("devices")) {
+    Json devices = Json::array();
+    for (const Json& d : j["rdma"]["devices"])
+      if (nodes.count(d.value("host", ""))) devices.push_back(d);
+    out["rdma"]["devices"] = devices;
+  }
+  out["filter"] = {{"nodes", v.nodes}, {"links", v.links}};
+  return out;
+}
+
+// A tier's name from its nodes' names: the letters before the first one's number ("leaf7" ->
+// "leaf"); the role where names have none in common.
+std::string tier_name(const std::vector<std::string>& names, const std::string& role) {
+  auto stem = [](const std::string& n) { return n.substr(0, n.find_first_of("0123456789")); };
+  const std::string s = names.empty() ? "" : stem(names.front());
+  for (const std::string& n : names)
+    if (stem(n) != s) return role;
+  return s.empty() ? role : s;
+}
+
+// By tier: nodes and how many are present; by link class: links up, shaped directions and the
+// counters summed; links down by name; the directions that dropped most.
+Json status_summary(const Json& j) {
+  std::map<std::pair<int, std::string>, std::vector<std::string>> tiers;  // (tier, role)
+  std::map<std::pair<int, std::string>, int> present;
+  for (const Json& n : j["nodes"]) {
+    const auto key = std::pair(-n.value("tier", 0), n.value("role", ""));
+    tiers[key].push_back(n.value("name", ""));
+    present[key] += n.value("present", false);
+  }
+  Json out_tiers = Json::array();
+  for (const auto& [key, names] : tiers)
+    out_tiers.push_back({{"tier", -key.first},
+                         {"name", tier_name(names, key.second)},
+                         {"role", key.second},
+                         {"nodes", names.size()},
+                         {"present", present[key]},
+                         {"first", names.front()},
+                         {"last", names.back()}});
+  std::map<std::string, Json> classes;
+  Json down = Json::array();
+  std::vector<std::pair<unsigned long long, std::string>> dropping;
+  for (const Json& l : j["links"]) {
+    Json& c = classes[l.value("class", "")];
+    if (c.is_null())
+      c = {{"class", l.value("class", "")}, {"links", 0},       {"up", 0},
+           {"shaped_directions", 0},        {"packets", 0ULL},  {"drops", 0ULL},
+           {"queue_drops", 0ULL},           {"ce_marks", 0ULL}, {"pause_ns", 0ULL}};
+    c["links"] = c["links"].get<int>() + 1;
+    const bool up = status_link_up(l);
+    c["up"] = c["up"].get<int>() + up;
+    if (!up) down.push_back(l.value("name", ""));
+    for (const auto& [dir, from] : {std::pair{"a_to_b", "a"}, std::pair{"b_to_a", "b"}}) {
+      const Json d = l.contains(dir) ? l[dir] : Json();
+      const bool shaped = d.is_object() && d.value("shaped", false);
+      const Json counters = d.is_object() ? d["counters"] : Json();
+      const unsigned long long drops = status_drops(counters);
+      auto add = [&](const char* key, unsigned long long v) {
+        c[key] = c[key].get<unsigned long long>() + v;
+      };
+      c["shaped_directions"] = c["shaped_directions"].get<int>() + shaped;
+      add("packets", shaped ? json_count(counters, "packets") : json_count(l[from], "tx_packets"));
+      add("drops", drops);
+      add("queue_drops", json_count(counters, "drop_queue"));
+      add("ce_marks", json_count(counters, "ce_marks"));
+      add("pause_ns", json_count(counters, "pause_ns"));
+      if (const unsigned long long all = drops + json_count(counters, "drop_queue"))
+        dropping.emplace_back(all, d.value("direction", l.value("name", "")));
+    }
+  }
+  std::sort(dropping.rbegin(), dropping.rend());
+  if (dropping.size() > 10) dropping.resize(10);
+  Json out_classes = Json::array();
+  for (auto& [name, c] : classes) out_classes.push_back(std::move(c));
+  Json top = Json::array();
+  for (const auto& [n, name] : dropping) top.push_back({{"direction", name}, {"drops", n}});
+  return {{"tiers", out_tiers},
+          {"link_classes", out_classes},
+          {"links_down", down},
+          {"most_drops", top}};
+}
+
+}  // namespace
+
+Json status_view(Json j, const StatusView& view) {
+  j["summary"] = status_summary(j);  // of the whole lab, whatever rows are shown
+  if (!view.filtered()) return j;
+  Json summary = std::move(j["summary"]);
+  j = filter_status(j, view);
+  j["summary"] = std::move(summary);
+  return j;
 }
 
 }  // namespace fabemu::session
