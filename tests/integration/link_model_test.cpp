@@ -294,12 +294,13 @@ TEST_F(LinkModelTest, OvsSwitchPortsAreShapedCountedAndChangedLive) {
   // Neighbours resolved and the datapath's flows set up before measuring: under TCG the first
   // packets' trips through ovs-vswitchd (ARP replies are flows too) can take seconds.
   ASSERT_EQ(lab.exec("h1", {"/usr/bin/ping", "-c3", "-i0.5", "-W5", "h2"}).status, 0);
-  ASSERT_EQ(link(lab, {"set", "leaf1>h2", "--rate", "10mbit"}).status, 0);
-  const double got = iperf(lab, "h1", "h2", "20M");
+  // 4 Mbit/s for 4 s: at 10 the VM lane once carried 2.7 (a build beside the VM took its CPU).
+  ASSERT_EQ(link(lab, {"set", "leaf1>h2", "--rate", "4mbit"}).status, 0);
+  const double got = iperf(lab, "h1", "h2", "8M", 4);
   const double wire = 1442.0 / 1400;
-  std::printf("UDP offered 20 Mbit/s through an OVS port shaped to 10 Mbit/s: %.2f Mbit/s\n",
+  std::printf("UDP offered 8 Mbit/s through an OVS port shaped to 4 Mbit/s: %.2f Mbit/s\n",
               got * wire / 1e6);
-  EXPECT_NEAR(got * wire, 10e6, 10e6 * 0.05);
+  EXPECT_NEAR(got * wire, 4e6, 4e6 * 0.05);
   DirJson d = direction(status_json(lab), "leaf1>h2");
   EXPECT_TRUE(d.shaped);
   EXPECT_GT(d.packets, 1000u);
