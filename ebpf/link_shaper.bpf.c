@@ -327,134 +327,150 @@ static __always_inline int wire_drop(void) {
   return bpf_redirect(FABEMU_NO_IFINDEX, 0);
 }
 
-SEC("tc")
-int fabemu_shape(struct __sk_buff* skb) {
-  __u32 key = skb->ifindex;
-  struct fabemu_link_cfg* live = bpf_map_lookup_elem(&fabemu_cfg, &key);
-  if (!live) return TC_ACT_OK; /* not an emulated port */
-  /* A copy, so that a concurrent update from user space cannot change the shape mid-packet. */
-  struct fabemu_link_cfg cfg = *live;
-  struct fabemu_link_state* st = state_of(key);
-  struct fabemu_link_counters* cnt = counters_of(key);
-  if (!st || !cnt) return TC_ACT_OK; /* maps full: pass rather than black-hole the port */
+/* One frame on its way through a port: what it is, then what the port decided. */
+struct frame {
+  __u64 wire, rate, queue_bytes_ns, ecn_bytes_ns, now;
+  __u32 in;       /* the port it came in on (0: sent by this node) */
+  int guarded_in; /* ... which PFC guards */
+  int ll;         /* the lossless class, where PFC applies */
+  int no_queue_drop, queue_mode;
+  __u64 hold; /* paused until then by the far end's buffer (0: not paused) */
+  enum verdict v;
+  __u64 wait, tstamp, done, paused_ns;
+  int pause_began;
+};
 
-  __u64 wire = (__u64)skb->len + cfg.overhead_bytes;
-  if (wire > MAX_WIRE_BYTES) wire = MAX_WIRE_BYTES;
-  __u64 rate = cfg.rate_bps < MAX_RATE_BPS ? cfg.rate_bps : MAX_RATE_BPS;
-  __u64 queue_bytes = cfg.queue_bytes < MAX_QUEUE_BYTES ? cfg.queue_bytes : MAX_QUEUE_BYTES;
+/* The frame's size on the wire, the port's limits at its current rate, and its class. */
+static __always_inline void classify(struct __sk_buff* skb, const struct fabemu_link_cfg* cfg,
+                                     struct fabemu_link_state* st, struct frame* f) {
+  f->wire = (__u64)skb->len + cfg->overhead_bytes;
+  if (f->wire > MAX_WIRE_BYTES) f->wire = MAX_WIRE_BYTES;
+  f->rate = cfg->rate_bps < MAX_RATE_BPS ? cfg->rate_bps : MAX_RATE_BPS;
+  __u64 queue_bytes = cfg->queue_bytes < MAX_QUEUE_BYTES ? cfg->queue_bytes : MAX_QUEUE_BYTES;
   /* The byte limit as time at the current rate: a live rate change rescales it. */
-  __u64 queue_bytes_ns = rate && queue_bytes ? queue_bytes * NS_PER_SEC_BITS / rate : 0;
+  f->queue_bytes_ns = f->rate && queue_bytes ? queue_bytes * NS_PER_SEC_BITS / f->rate : 0;
   /* The ECN threshold in bytes (a switch's K), as time at the current rate the same way. */
   __u64 ecn_bytes =
-      cfg.ecn_threshold_bytes < MAX_QUEUE_BYTES ? cfg.ecn_threshold_bytes : MAX_QUEUE_BYTES;
-  __u64 ecn_bytes_ns = rate && ecn_bytes ? ecn_bytes * NS_PER_SEC_BITS / rate : 0;
-  __u64 now = bpf_ktime_get_ns();
+      cfg->ecn_threshold_bytes < MAX_QUEUE_BYTES ? cfg->ecn_threshold_bytes : MAX_QUEUE_BYTES;
+  f->ecn_bytes_ns = f->rate && ecn_bytes ? ecn_bytes * NS_PER_SEC_BITS / f->rate : 0;
+  f->now = bpf_ktime_get_ns();
 
   /* The lossless class: never dropped for queue reasons where PFC guards the buffer the frame
    * sits in (it came in over a PFC port, or this node sent it on a PFC port), held back while
    * the far end's buffer for this link is paused. */
   /* Classified only where PFC applies (this port pauses, or the frame came in over a guarded
    * port): a lab without PFC pays one lookup per forwarded frame, not a parse. */
-  const __u32 in = skb->ingress_ifindex;
-  const int guarded_in = in && pfc_guarded(in);
-  const int ll =
-      (guarded_in || cfg.pfc_peer) && is_lossless(skb, cfg.lossless_dscp, cfg.lossless_udp_port);
-  const int no_queue_drop = ll && (in ? guarded_in : 1);
+  f->in = skb->ingress_ifindex;
+  f->guarded_in = f->in && pfc_guarded(f->in);
+  f->ll = (f->guarded_in || cfg->pfc_peer) &&
+          is_lossless(skb, cfg->lossless_dscp, cfg->lossless_udp_port);
+  f->no_queue_drop = f->ll && (f->in ? f->guarded_in : 1);
   /* In queue mode the lab's BPF qdisc pauses and keeps the buffers (pfc_qdisc.bpf.c). */
-  const int queue_mode = (cfg.flags & FABEMU_LINK_PFC_QUEUE) != 0;
-  __u64 hold = 0;
-  if (ll && cfg.pfc_peer && cfg.pfc_xoff_bytes &&
-      !(cfg.flags & (FABEMU_LINK_POLICER | FABEMU_LINK_PFC_QUEUE))) {
+  f->queue_mode = (cfg->flags & FABEMU_LINK_PFC_QUEUE) != 0;
+  f->hold = 0;
+  if (f->ll && cfg->pfc_peer && cfg->pfc_xoff_bytes &&
+      !(cfg->flags & (FABEMU_LINK_POLICER | FABEMU_LINK_PFC_QUEUE))) {
     /* When the frame would start: read without the lock, a guess that the stamp below fixes. */
-    __u64 at = st->next_ns > now ? st->next_ns : now;
+    __u64 at = st->next_ns > f->now ? st->next_ns : f->now;
     if (st->ll_next_ns > at) at = st->ll_next_ns;
-    struct fabemu_pfc_cfg mine = {cfg.pfc_xoff_bytes, cfg.pfc_xon_bytes, cfg.pfc_slot_ns};
-    hold = pfc_hold_until(cfg.pfc_peer, &mine, now, at);
-    if (hold <= at) hold = 0;
+    struct fabemu_pfc_cfg mine = {cfg->pfc_xoff_bytes, cfg->pfc_xon_bytes, cfg->pfc_slot_ns};
+    f->hold = pfc_hold_until(cfg->pfc_peer, &mine, f->now, at);
+    if (f->hold <= at) f->hold = 0;
   }
+}
 
-  enum verdict v = PASS;
-  __u64 wait = 0, tstamp = 0, done = 0, paused_ns = 0;
-  int pause_began = 0;
+/* Under the port's lock: the frame's loss draw, its start on the wire (after the frames before
+ * it, and for the lossless class after a pause), tail drop or PFC's watchdog, and its
+ * departure time (serialization, delay, jitter). */
+static __always_inline void schedule(const struct fabemu_link_cfg* cfg,
+                                     struct fabemu_link_state* st, struct frame* f) {
   bpf_spin_lock(&st->lock);
-  if (!st->seeded || st->seeded_from != cfg.seed) {
-    st->prng = cfg.seed;
-    st->seeded_from = cfg.seed;
+  if (!st->seeded || st->seeded_from != cfg->seed) {
+    st->prng = cfg->seed;
+    st->seeded_from = cfg->seed;
     st->seeded = 1;
     st->ge_bad = 0;
   }
   /* Drawn for every packet, dropped or not, so packet k's fate depends on the seed and k only. */
-  int loss = lost(&cfg, st, next_random(&st->prng));
-  __u64 jitter_r = cfg.jitter_ns ? next_random(&st->prng) : 0;
+  int loss = lost(cfg, st, next_random(&st->prng));
+  __u64 jitter_r = cfg->jitter_ns ? next_random(&st->prng) : 0;
 
-  if (cfg.flags & FABEMU_LINK_DOWN) {
-    v = DROP_DOWN;
+  if (cfg->flags & FABEMU_LINK_DOWN) {
+    f->v = DROP_DOWN;
   } else {
-    __u64 start = st->next_ns > now ? st->next_ns : now; /* the link is busy until next_ns */
+    __u64 start = st->next_ns > f->now ? st->next_ns : f->now; /* busy until next_ns */
     /* Masks, not branches, for the class's clock: each branch here doubles what the verifier
      * walks from here to the end. */
-    const __u64 ll_mask = -(__u64)(ll & 1), hold_mask = -((hold | -hold) >> 63);
+    const __u64 ll_mask = -(__u64)(f->ll & 1), hold_mask = -((f->hold | -f->hold) >> 63);
     start = max_u64(start, st->ll_next_ns & ll_mask);
-    if (hold) {
+    if (f->hold) {
       /* Paused: the class waits for the far end's Xon; the other classes use the wire
        * meanwhile. A pause that began after the last one ended is a new XOFF. */
       __u64 from = start;
       if (st->pause_until < from) {
         st->pause_since = from;
-        pause_began = 1;
+        f->pause_began = 1;
       }
-      if (hold > start) start = hold;
-      if (cfg.pfc_watchdog_ns && start - st->pause_since > cfg.pfc_watchdog_ns) {
-        v = DROP_WATCHDOG; /* stuck longer than the watchdog allows: the class is dropped */
-        pause_began = 0;
+      if (f->hold > start) start = f->hold;
+      if (cfg->pfc_watchdog_ns && start - st->pause_since > cfg->pfc_watchdog_ns) {
+        f->v = DROP_WATCHDOG; /* stuck longer than the watchdog allows: the class is dropped */
+        f->pause_began = 0;
       } else {
         __u64 last = st->pause_until > from ? st->pause_until : from;
-        if (start > last) paused_ns = start - last;
+        if (start > last) f->paused_ns = start - last;
       }
       if (start > st->pause_until) st->pause_until = start;
     }
-    wait = start - now;
+    f->wait = start - f->now;
     __u64 rem = st->rate_rem;
-    __u64 tx = rate ? tx_ns(wire, rate, &rem) : 0;
-    if (v == DROP_WATCHDOG) {
+    __u64 tx = f->rate ? tx_ns(f->wire, f->rate, &rem) : 0;
+    if (f->v == DROP_WATCHDOG) {
       /* the frame never occupies the link */
-    } else if (!no_queue_drop && ((cfg.queue_ns && wait > cfg.queue_ns) ||
-                                  (queue_bytes_ns && wait + tx > queue_bytes_ns))) {
-      v = DROP_QUEUE; /* tail drop: the frame never occupies the link */
+    } else if (!f->no_queue_drop && ((cfg->queue_ns && f->wait > cfg->queue_ns) ||
+                                     (f->queue_bytes_ns && f->wait + tx > f->queue_bytes_ns))) {
+      f->v = DROP_QUEUE; /* tail drop: the frame never occupies the link */
     } else {
       /* The frame arrives at the far end when its last bit does: end of serialization plus
        * propagation. A frame lost on the wire still used the link. A held frame does not
        * move the other classes' clock. */
-      done = start + tx;
-      st->next_ns = (st->next_ns & hold_mask) | (done & ~hold_mask);
-      st->ll_next_ns = (done & ll_mask) | (st->ll_next_ns & ~ll_mask);
+      f->done = start + tx;
+      st->next_ns = (st->next_ns & hold_mask) | (f->done & ~hold_mask);
+      st->ll_next_ns = (f->done & ll_mask) | (st->ll_next_ns & ~ll_mask);
       st->rate_rem = rem;
       if (loss) {
-        v = DROP_LOSS;
-      } else if (!(cfg.flags & FABEMU_LINK_POLICER)) {
-        tstamp = done + cfg.delay_ns;
-        if (cfg.jitter_ns) {
-          __u64 span = 2 * cfg.jitter_ns + 1;
+        f->v = DROP_LOSS;
+      } else if (!(cfg->flags & FABEMU_LINK_POLICER)) {
+        __u64 tstamp = f->done + cfg->delay_ns;
+        if (cfg->jitter_ns) {
+          __u64 span = 2 * cfg->jitter_ns + 1;
           __u64 offset = jitter_r % span; /* uniform in [0, 2j]; shifted to [-j, +j] */
           tstamp += offset;
-          tstamp = tstamp > done + cfg.jitter_ns ? tstamp - cfg.jitter_ns : done;
+          tstamp = tstamp > f->done + cfg->jitter_ns ? tstamp - cfg->jitter_ns : f->done;
         }
-        if ((cfg.flags & FABEMU_LINK_NO_REORDER) && tstamp < st->last_tstamp)
+        if ((cfg->flags & FABEMU_LINK_NO_REORDER) && tstamp < st->last_tstamp)
           tstamp = st->last_tstamp;
         st->last_tstamp = tstamp;
+        f->tstamp = tstamp;
       }
     }
   }
   bpf_spin_unlock(&st->lock);
+}
 
+/* What the port decided, carried out and counted: a drop, or the frame on its way with its
+ * departure time, CE mark, damage and this hop's ECMP hash. */
+static __always_inline int carry_out(struct __sk_buff* skb, const struct fabemu_link_cfg* cfg,
+                                     struct fabemu_link_counters* cnt, __u32 key,
+                                     const struct frame* f) {
   /* Unconditional adds: a branch here would double the paths the verifier walks after it. */
-  cnt->pause_ns += paused_ns;
-  cnt->pause_events += pause_began;
+  cnt->pause_ns += f->paused_ns;
+  cnt->pause_events += f->pause_began;
   /* The frame sits in this node's buffer for the port it came in on until it leaves. */
-  if (ll && guarded_in && done && !queue_mode) pfc_account(in, now, done, wire);
+  if (f->ll && f->guarded_in && f->done && !f->queue_mode)
+    pfc_account(f->in, f->now, f->done, f->wire);
 
-  if (v != PASS) cnt->lossless_drops += ll & 1;
-  switch (v) {
+  if (f->v != PASS) cnt->lossless_drops += f->ll & 1;
+  switch (f->v) {
     case DROP_DOWN:
       cnt->drop_down++;
       return wire_drop();
@@ -471,31 +487,48 @@ int fabemu_shape(struct __sk_buff* skb) {
       break;
   }
   /* bpf_skb_ecn_set_ce marks ECT packets only and says so; CE packets count as marked. */
-  if (((cfg.ecn_threshold_ns && wait > cfg.ecn_threshold_ns) ||
-       (ecn_bytes_ns && wait > ecn_bytes_ns)) &&
+  if (((cfg->ecn_threshold_ns && f->wait > cfg->ecn_threshold_ns) ||
+       (f->ecn_bytes_ns && f->wait > f->ecn_bytes_ns)) &&
       bpf_skb_ecn_set_ce(skb) == 1)
     cnt->ce_marks++;
   /* Without rate, delay and jitter there is nothing to schedule: leave the socket's stamp. */
-  if (tstamp && (rate || cfg.delay_ns || cfg.jitter_ns)) skb->tstamp = tstamp;
+  if (f->tstamp && (f->rate || cfg->delay_ns || cfg->jitter_ns)) skb->tstamp = f->tstamp;
   /* Damage on the wire, drawn only where a link has it (loss and jitter sequences stay as they
    * were). A duplicate made by damage() on its second way through is shaped like any frame but
    * not duplicated again (at duplicate: 100% that would never end). */
   const int copy = (skb->mark & FABEMU_DUP_MARK) != 0;
   skb->mark &= ~FABEMU_DUP_MARK;
-  if (cfg.corrupt | cfg.duplicate) damage(skb, key, copy);
-  if (ll && queue_mode) skb->mark |= FABEMU_LOSSLESS_MARK; /* for the qdisc behind */
+  if (cfg->corrupt | cfg->duplicate) damage(skb, key, copy);
+  if (f->ll && f->queue_mode) skb->mark |= FABEMU_LOSSLESS_MARK; /* for the qdisc behind */
   cnt->packets++;
   cnt->bytes += skb->len;
-  cnt->lossless_packets += ll & 1;
-  cnt->queue_delay_hist[hist_bucket(wait)]++;
+  cnt->lossless_packets += f->ll & 1;
+  cnt->queue_delay_hist[hist_bucket(f->wait)]++;
   /* ECMP per switch. A veth hands the next namespace the skb with a hash (the sending socket's,
    * or the flow hash RPS computed on the way in, with one key for all namespaces), and a
    * router that finds one uses it instead of hashing the headers with a seed of its own: every
    * tier would choose alike, and a fat-tree's flows between pods would use half its core paths
    * (polarization). The flow's hash mixed with this direction's seed: still one per flow, but
    * each next hop draws its choice afresh, as switches with their own hash seeds do. */
-  bpf_set_hash(skb, mix32(bpf_get_hash_recalc(skb) ^ (__u32)(cfg.seed >> 32)));
+  bpf_set_hash(skb, mix32(bpf_get_hash_recalc(skb) ^ (__u32)(cfg->seed >> 32)));
   return TC_ACT_OK;
+}
+
+SEC("tc")
+int fabemu_shape(struct __sk_buff* skb) {
+  __u32 key = skb->ifindex;
+  struct fabemu_link_cfg* live = bpf_map_lookup_elem(&fabemu_cfg, &key);
+  if (!live) return TC_ACT_OK; /* not an emulated port */
+  /* A copy, so that a concurrent update from user space cannot change the shape mid-packet. */
+  struct fabemu_link_cfg cfg = *live;
+  struct fabemu_link_state* st = state_of(key);
+  struct fabemu_link_counters* cnt = counters_of(key);
+  if (!st || !cnt) return TC_ACT_OK; /* maps full: pass rather than black-hole the port */
+  struct frame f = {};
+  f.v = PASS;
+  classify(skb, &cfg, st, &f);
+  schedule(&cfg, st, &f);
+  return carry_out(skb, &cfg, cnt, key, &f);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
