@@ -452,10 +452,12 @@ Result<void> KernelBackend::mount_run_dir(const std::string& dir) {
 }
 
 Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& journal) {
-  std::vector<std::string> paths;
+  std::vector<std::string> paths, nets;  // every namespace's pin; the network ones
   for (const auto& e : journal)
-    if (e.kind == JournalEntry::Kind::Netns || e.kind == JournalEntry::Kind::Uts)
+    if (e.kind == JournalEntry::Kind::Netns || e.kind == JournalEntry::Kind::Uts) {
       paths.push_back(e.path);
+      if (e.kind == JournalEntry::Kind::Netns) nets.push_back(e.path);
+    }
   // A host a fault froze is thawed first, so that its processes can end on SIGTERM too. Only
   // the hosts' own cgroups (fabemu/LAB/HOST): thawing a shared parent would thaw another lab's
   // frozen hosts under cgroup v1.
@@ -469,9 +471,6 @@ Result<void> KernelBackend::kill_processes(const std::vector<JournalEntry>& jour
   // What the processes left: closed TCP sockets still retransmitting (a lossy link may have
   // eaten their peer's reset) would hold their namespaces for minutes once the links are gone.
   // Best effort: a socket left standing shows as `down`'s wait for the kernel running out.
-  std::vector<std::string> nets;
-  for (const auto& e : journal)
-    if (e.kind == JournalEntry::Kind::Netns) nets.push_back(e.path);
   (void)abort_tcp_sockets_in_namespaces(nets);
   return ok();
 }

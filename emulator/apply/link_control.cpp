@@ -5,11 +5,9 @@
 #include <chrono>
 #include <optional>
 
-#include "apply/port_shaping.h"
 #include "shaping/bpffs.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
-#include "util/netns.h"
 
 namespace fabemu {
 

@@ -16,6 +16,7 @@
 #include "session/session.h"
 #include "util/json.h"
 #include "util/result.h"
+#include "util/units.h"
 
 namespace CLI {
 class App;
@@ -180,7 +181,6 @@ int cmd_predict(const std::string& lab, const std::string& transport, bool json,
 int cmd_rsh(const std::vector<std::string>& args);
 
 // Shared helpers.
-double seconds_since(std::chrono::steady_clock::time_point t);
 // `up`'s work, shared with `run`: checks, the lab built, what `up` prints; the exit code.
 int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
              LabPaths& paths);

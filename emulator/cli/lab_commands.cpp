@@ -56,10 +56,6 @@ int print_partition(const LabModel& m, int machines) {
 
 }  // namespace
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
              LabPaths& paths) {
   TerminalObserver observer(args.quiet);

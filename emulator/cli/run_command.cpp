@@ -12,9 +12,7 @@
 
 #include "cli/commands.h"
 #include "report/report.h"
-#include "runtime/faults.h"
 #include "runtime/reachability.h"
-#include "runtime/telemetry.h"
 #include "runtime/workload.h"
 #include "scenario/loader.h"
 #include "util/files.h"

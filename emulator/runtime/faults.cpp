@@ -10,7 +10,6 @@
 #include "apply/link_control.h"
 #include "model/workload_estimate.h"
 #include "runtime/host_faults.h"
-#include "util/netns.h"
 #include "util/prng.h"
 #include "util/units.h"
 

@@ -7,15 +7,12 @@
 #include "apply/run_root.h"
 #include "session/session.h"
 #include "util/files.h"
+#include "util/units.h"
 
 namespace fabemu::session {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 }  // namespace
 
@@ -57,7 +54,7 @@ Result<DownOutcome> down(const DownRequest& req, const LabPaths& base) {
       r.error = done.error();
       continue;
     }
-    r.seconds = since(start);
+    r.seconds = seconds_since(start);
     r.taken_down = true;
     ++taken_down;
   }
@@ -66,7 +63,7 @@ Result<DownOutcome> down(const DownRequest& req, const LabPaths& base) {
     if (auto w = watch->wait(std::chrono::seconds(60)); !w)
       out.kernel_note = "not waiting for the kernel any longer: " + describe(w.error());
     else
-      out.kernel_seconds = since(start);
+      out.kernel_seconds = seconds_since(start);
   }
   return out;
 }

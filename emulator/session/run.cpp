@@ -14,10 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // Every 250 ms of wall clock, or the scenario's interval of the real fabric, dilated (but not
 // below 20 ms: reading the counters costs the machine too).
 std::chrono::milliseconds sampling_interval(const LabModel& m, Observer& observer) {

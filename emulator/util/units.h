@@ -2,6 +2,7 @@
 // sizes and loss probabilities.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,6 +33,11 @@ Result<double> parse_loss(std::string_view text);
 // format_size(16 << 20) = "16M". Values with no such spelling use the base unit.
 std::string format_rate(uint64_t bps);
 std::string format_time_ns(uint64_t ns);
+
+// Seconds of the monotonic clock since `t`.
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 std::string format_size(uint64_t bytes);
 // Three significant digits in the largest unit below the value, for people: "16.8ms", "262us".
 std::string format_time_short(uint64_t ns);
