@@ -29,14 +29,6 @@ class FakeDatapath : public LabDatapath {
   std::map<int, std::set<std::pair<std::string, std::string>>> rules;  // by switch: from, to
   int processes_per_host = 3;
 
-  // The port's current config, for the tests (nullptr: no link model there).
-  const ShapePort* port(const std::string& ns, const std::string& ifname) const {
-    auto n = fake_.namespaces.find(ns);
-    if (n == fake_.namespaces.end()) return nullptr;
-    auto i = n->second.ifaces.find(ifname);
-    return i == n->second.ifaces.end() || !i->second.shaped ? nullptr : &*i->second.shaped;
-  }
-
   Result<void> open_link_model() override { return ok(); }
   Result<PlanOptions> link_mode() override { return mode_; }
 

@@ -17,25 +17,6 @@ const std::string kLab =
     "topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}\n"
     "links:\n  default: {rate: 100mbit}\n";
 
-// The scenario's plan applied to the fake kernel, the lab running `factor` times slower.
-std::unique_ptr<Applied> lab(const std::string& yaml, double factor = 1,
-                             const PlanOptions& options = {}) {
-  auto a = std::make_unique<Applied>();
-  auto m = build_model(load(yaml), 0);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().what());
-  if (!m.ok()) return nullptr;
-  a->model = std::move(*m);
-  a->model.time_scale.factor = factor;
-  a->paths.lab = "t";
-  a->plan = make_plan(a->model, a->paths, 0, options);
-  for (const Action& act : a->plan.actions) {
-    auto r = a->fake.apply(act);
-    EXPECT_TRUE(r.ok()) << describe(act) << ": " << r.error().what();
-    if (!r.ok()) return nullptr;
-  }
-  return a;
-}
-
 // The link model on the port of `direction` ("leaf1>spine1"), as the fake kernel holds it.
 const ShapePort* shaped(const FakeBackend& f, const std::string& direction) {
   for (const auto& [name, ns] : f.namespaces)
@@ -54,7 +35,7 @@ session::LinkRequest request(const std::string& link,
 }
 
 TEST(LiveLinks, SetChangesBothDirectionsAndKeepsTheRest) {
-  auto a = lab(kLab);
+  auto a = apply_fake(kLab);
   ASSERT_TRUE(a);
   FakeDatapath dp(a->fake, a->paths, {});
   auto out =
@@ -79,7 +60,7 @@ TEST(LiveLinks, SetChangesBothDirectionsAndKeepsTheRest) {
 }
 
 TEST(LiveLinks, OneDirectionChangesAndItsLossSequenceCarriesOn) {
-  auto a = lab(kLab);
+  auto a = apply_fake(kLab);
   ASSERT_TRUE(a);
   FakeDatapath dp(a->fake, a->paths, {});
   const uint64_t seed = shaped(a->fake, "leaf1>spine1")->seed;
@@ -95,7 +76,7 @@ TEST(LiveLinks, OneDirectionChangesAndItsLossSequenceCarriesOn) {
 }
 
 TEST(LiveLinks, ADilatedLabRunsTheChangeNTimesSlowerAndReportsItInRealUnits) {
-  auto a = lab(kLab, 10);
+  auto a = apply_fake(kLab + "time_scale: 10\n");
   ASSERT_TRUE(a);
   FakeDatapath dp(a->fake, a->paths, {});
   EXPECT_EQ(shaped(a->fake, "leaf1>spine1")->shape.rate_bps, 10'000'000u);  // up's: 100 / 10
@@ -110,7 +91,7 @@ TEST(LiveLinks, ADilatedLabRunsTheChangeNTimesSlowerAndReportsItInRealUnits) {
 }
 
 TEST(LiveLinks, BadChangesAreRefusedAndChangeNothing) {
-  auto a = lab(kLab);
+  auto a = apply_fake(kLab);
   ASSERT_TRUE(a);
   PlanOptions policer;
   policer.fq = false;
@@ -138,7 +119,7 @@ TEST(LiveLinks, BadChangesAreRefusedAndChangeNothing) {
 }
 
 TEST(LiveLinks, DownDropsEverythingAndReroutesAndUpBringsItBack) {
-  auto a = lab(kLab);
+  auto a = apply_fake(kLab);
   ASSERT_TRUE(a);
   FakeDatapath dp(a->fake, a->paths, {});
   const int link = find_links(a->model.topo, "leaf1", "spine1").at(0);
@@ -165,7 +146,8 @@ TEST(LiveLinks, DownDropsEverythingAndReroutesAndUpBringsItBack) {
 }
 
 TEST(LiveLinks, APortWithoutTheLinkModelGetsItFirst) {
-  auto a = lab("name: t\ntopology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}\n");
+  auto a = apply_fake(
+      "name: t\ntopology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}\n");
   ASSERT_TRUE(a);
   ASSERT_FALSE(shaped(a->fake, "leaf1>spine1")) << "a lab without link settings is unshaped";
   FakeDatapath dp(a->fake, a->paths, {});
@@ -180,16 +162,16 @@ TEST(LiveLinks, APortWithoutTheLinkModelGetsItFirst) {
 
 // Every kind of step, played in time order through the datapath, each with what it did.
 TEST(FaultTimeline, IsPlayedInOrderThroughTheDatapath) {
-  auto a = lab(kLab +
-               "faults:\n"
-               "  - {at: 10ms, link: \"leaf1:spine1\", down: true}\n"
-               "  - {at: 20ms, link: \"leaf1:spine1\", up: true}\n"
-               "  - {at: 30ms, link: \"leaf2>spine2\", set: {loss: 2%}}\n"
-               "  - {at: 40ms, host: h3, crash: true}\n"
-               "  - {at: 50ms, host: h3, restart: true}\n"
-               "  - {at: 60ms, host: h1, freeze: 10ms}\n"
-               "  - {at: 80ms, host: h2, slow: {cpu: 0.5, for: 10ms}}\n"
-               "  - {at: 100ms, partition: [[h1], [h4]], for: 10ms}\n");
+  auto a = apply_fake(kLab +
+                      "faults:\n"
+                      "  - {at: 10ms, link: \"leaf1:spine1\", down: true}\n"
+                      "  - {at: 20ms, link: \"leaf1:spine1\", up: true}\n"
+                      "  - {at: 30ms, link: \"leaf2>spine2\", set: {loss: 2%}}\n"
+                      "  - {at: 40ms, host: h3, crash: true}\n"
+                      "  - {at: 50ms, host: h3, restart: true}\n"
+                      "  - {at: 60ms, host: h1, freeze: 10ms}\n"
+                      "  - {at: 80ms, host: h2, slow: {cpu: 0.5, for: 10ms}}\n"
+                      "  - {at: 100ms, partition: [[h1], [h4]], for: 10ms}\n");
   ASSERT_TRUE(a);
   auto owned = std::make_unique<FakeDatapath>(a->fake, a->paths, PlanOptions{});
   FakeDatapath& dp = *owned;
@@ -233,10 +215,10 @@ TEST(FaultTimeline, IsPlayedInOrderThroughTheDatapath) {
 
 // A step the lab refuses fails alone, with the reason; the timeline goes on.
 TEST(FaultTimeline, AFailedStepSaysWhyAndTheRestIsPlayed) {
-  auto a = lab(kLab +
-               "faults:\n"
-               "  - {at: 5ms, host: h1, freeze: 5ms}\n"
-               "  - {at: 20ms, link: \"leaf1:spine1\", set: {loss: 1%}}\n");
+  auto a = apply_fake(kLab +
+                      "faults:\n"
+                      "  - {at: 5ms, host: h1, freeze: 5ms}\n"
+                      "  - {at: 20ms, link: \"leaf1:spine1\", set: {loss: 1%}}\n");
   ASSERT_TRUE(a);
   a->fake.cgroups.erase(host_cgroup(a->paths, "h1"));  // as if the cgroup had gone
   FaultPlayer player(a->model, a->paths, expand_faults(a->model.scenario),
