@@ -10,6 +10,7 @@
 
 sudo /usr/bin/python3 bench/cluster.py [--sections partition,bringup] [--runs 3]"""
 import argparse
+import json
 import os
 import re
 import statistics
@@ -87,10 +88,10 @@ def bringup(runs):
             secs, _ = run([FABEMU, "up", path, "--lab", "bsingle", "-q"])
             single_up.append(secs)
             single_down.append(run([FABEMU, "down", "bsingle"])[0])
-            secs, out = run(in_job + ["up", path, "--lab", "bcluster", "--on", "slurm", "-q"],
+            secs, out = run(in_job + ["up", path, "--lab", "bcluster", "--on", "slurm", "--json"],
                             env=env)
             cluster_up.append(secs)
-            machine_up.append(max(float(s) for s in re.findall(r"up in ([\d.]+) s: ", out)))
+            machine_up.append(max(m["seconds"] for m in json.loads(out)["machines"]))
             cluster_down.append(run(in_job + ["down", "bcluster", "--on", "slurm"], env=env)[0])
             print(f"  run {i + 1}: one machine up {single_up[-1]:.2f} s, down "
                   f"{single_down[-1]:.2f} s; 4 machines up {cluster_up[-1]:.2f} s (slowest "

@@ -24,16 +24,13 @@ class App;
 
 namespace fabemu::cli {
 
-// Exit codes (documented in README.md and `fabemu --help`).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;     // the system refused or a check failed
-inline constexpr int kExitBadInput = 2;   // bad command line or scenario file
-inline constexpr int kExitNoLab = 3;      // the named lab does not exist
-inline constexpr int kExitNeedsRoot = 4;  // must run as root
-// The scenario is fine but this machine cannot build it (no fq for a delay, no rxe for rdma:
-// on, no BPF qdisc for hold: queue, ...): the message says what the probe saw. Test runners
-// skip on it.
-inline constexpr int kExitUnsupported = 5;
+// Exit codes (documented in README.md and `fabemu --help`): session.h's.
+using session::kExitBadInput;
+using session::kExitFailed;
+using session::kExitNeedsRoot;
+using session::kExitNoLab;
+using session::kExitOk;
+using session::kExitUnsupported;
 
 // `up` and `run`: the session's request and how the terminal shows it.
 struct UpArgs : session::UpRequest {
@@ -42,7 +39,6 @@ struct UpArgs : session::UpRequest {
   bool json = false;     // the result as one JSON object (docs/json.md)
   bool timings = false;  // print where the time went, per phase
   int machines = 0;      // with dry_run: show the partition over this many machines
-  std::string on;        // --on slurm: across the machines of the allocation
 };
 
 // A failure's exit code; an error printed and its exit code.
@@ -107,29 +103,20 @@ struct LinkSetArgs {
 };
 
 // `perf LAB SERVER CLIENT --tool ib_write_bw -- EXTRA...`
-struct PerfArgs {
-  std::string lab, server, client;
-  std::string tool = "ib_write_bw";  // ib_{write,read,send}_bw, ib_{write,send}_lat, ucx_perftest
-  int timeout_s = 60;
-  std::vector<std::string> extra;  // passed on to the tool
+struct PerfArgs : PerfRequest {
+  std::string lab;
   bool json = false;
 };
-
 int cmd_up(const UpArgs& args, const LabPaths& base);
 int cmd_perf(const PerfArgs& args, const LabPaths& base);
 int cmd_link_set(const LinkSetArgs& args, const LabPaths& base);
-// Waits for the kernel to free the labs' namespaces unless wait_for_kernel is false.
-int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base,
-             bool wait_for_kernel = true, bool json = false);
 // Which rows `status` shows: nodes and links by name or glob (a link's node, or a link "a:b"
 // either way round); none given: every row of a small lab, a summary by tier of a big one
 // unless `all`.
 using session::StatusView;
-int cmd_status(const std::string& lab, bool json, const StatusView& view, const LabPaths& base);
-// `json` (with `all`): the hosts' exit statuses and outputs as one JSON object on stdout.
-// `clock`: "fabric" or "wall" over the scenario's hosts.clock; empty: the scenario's.
-int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
-             const std::vector<std::string>& argv, const std::string& clock, const LabPaths& base);
+int cmd_status(const std::string& lab, bool json, const StatusView& view, const std::string& on,
+               const LabPaths& base);
+int cmd_exec(const session::ExecRequest& req, const LabPaths& base);
 int cmd_doctor(bool json, bool calibrate, const std::string& run_root);
 // `host crash|restart|freeze|thaw LAB HOST`
 int cmd_host(const session::HostRequest& req, bool json, const LabPaths& base);
@@ -139,8 +126,6 @@ struct RunArgs {
   bool json = false;       // the result as one object on stdout; the run's text on stderr
 };
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base);
-// Where `run` writes its report unless --report says: fabemu-reports/LAB-DATE-TIME.
-std::string default_report_dir(const std::string& lab);
 
 // `run --vm`, `doctor --vm` (vm_command.cpp): `fabemu ARGS` inside the VM lane's kernel
 // (scripts/vm-run: Debian's newest under qemu, KVM where the host has it), its exit status
@@ -148,31 +133,11 @@ std::string default_report_dir(const std::string& lab);
 // to vm-run's shared out directory and it is moved here afterwards.
 int cmd_in_vm(std::vector<std::string> args, const std::string& report_dir);
 
-// A lab across the machines of an allocation (`--on slurm`): cluster_commands.cpp.
-int cluster_up(const UpArgs& args, const LabPaths& base);
-int cluster_run(const UpArgs& args, const RunArgs& run, const LabPaths& base);
-int cluster_down(const std::vector<std::string>& labs, const std::string& on, const LabPaths& base);
-int cluster_status(const std::string& lab, bool json, const StatusView& view, const std::string& on,
-                   const LabPaths& base);
-int cluster_exec(const std::string& target, bool all, bool no_tag,
-                 const std::vector<std::string>& argv, const std::string& clock,
-                 const std::string& on, const LabPaths& base);
-int cluster_link_set(const LinkSetArgs& args, const LabPaths& base);
 // A status object (session::status_json, or merged) rendered as text.
 void print_status_json(const Json& status);
 // A status object (one machine's or merged) as `status` prints it: filtered by `view`, with
 // "summary" (by tier and link class) added; as JSON or as text.
 void show_status(Json status, bool json, const StatusView& view);
-// `fabemu agent ACTION ...`, what the launcher starts on each machine: agent_command.cpp.
-struct AgentArgs {
-  std::string action;       // probe, up, reach, run
-  UpArgs up;                // probe, up: the scenario and the part
-  std::string lab;          // reach, run
-  std::string run_id;       // run: the Gloo rendezvous prefix every machine shares
-  int64_t start_at_ns = 0;  // run: the workload's start, CLOCK_REALTIME
-  std::string out;          // run: where this machine's part of the report goes
-};
-int cmd_agent(const AgentArgs& args, const LabPaths& base);
 int cmd_graph(const std::string& target, const std::string& output, const std::string& format,
               const LabPaths& base);
 int cmd_predict(const std::string& lab, const std::string& transport, bool json,
@@ -180,24 +145,12 @@ int cmd_predict(const std::string& lab, const std::string& transport, bool json,
 // mpirun's remote shell: runs the words, joined, by /bin/sh inside the host, as sshd would.
 int cmd_rsh(const std::vector<std::string>& args);
 
-// Shared helpers.
-// `up`'s work, shared with `run`: checks, the lab built, what `up` prints; the exit code.
-int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
-             LabPaths& paths);
-
-// What `up` decides before it touches anything (session::prepare); an exit code (the error
-// printed) when something is wrong.
-using Prepared = session::Prepared;
-std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base);
-using session::up_notes;
-
-// `run`'s phases, shared by one machine and a lab across machines. Prints the reachability
-// line (and pairs without an answer) and counts them into the report; true when all answered.
-bool print_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds,
-                        RunReport& report);
+// Rendering shared by `up`, `down` and `run`: the lab as built (or its JSON), the labs taken
+// down (the exit code), a step's verdict, the reachability check's line.
+void render_up(const session::UpOutcome& up, const UpArgs& args);
+int render_down(const session::DownOutcome& out, bool json);
 void print_step(const LabModel& m, const StepReport& s);
-// Faults, busiest links, expectations, the report files; the exit code.
-int finish_run(const LabModel& m, RunReport& report, const std::string& report_dir);
+void print_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds);
 void print_error(const std::string& message);
 // A lab's model could not be read: says why; returns kExitNoLab when there is no such lab.
 int lab_error(const Error& e);

@@ -13,13 +13,6 @@
 
 namespace fabemu::cli {
 
-std::variant<Prepared, int> prepare(const UpArgs& args, const LabPaths& base) {
-  TerminalObserver observer(/*quiet=*/false);
-  auto p = session::prepare(args, base, observer, args.dry_run && args.machines > 0);
-  if (!p) return report_error(p.error());
-  return std::move(*p);
-}
-
 namespace {
 
 // `up --dry-run --machines M`: where each node would be built and what crosses machines.
@@ -56,81 +49,98 @@ int print_partition(const LabModel& m, int machines) {
 
 }  // namespace
 
-int bring_up(const UpArgs& args, const LabPaths& base, std::optional<UpResult>& out,
-             LabPaths& paths) {
-  TerminalObserver observer(args.quiet);
-  auto prep = session::prepare(args, base, observer, args.dry_run && args.machines > 0);
-  if (!prep) return report_error(prep.error());
-  paths = prep->paths;
-  if (args.dry_run && args.machines > 0) return print_partition(prep->model, args.machines);
-  if (args.dry_run) {
-    Plan plan = make_plan(prep->model, prep->paths, 0, prep->plan);
-    for (const auto& e : plan.journal) std::printf("journal %s\n", e.path.c_str());
-    for (const auto& a : plan.actions) std::printf("%s\n", describe(a).c_str());
-    std::printf("# %d namespaces, %d veths, %d routes, %zu actions\n", plan.namespaces, plan.veths,
-                plan.routes, plan.actions.size());
-    return kExitOk;
-  }
-  // ^C or a TERM while the lab is built: what was made goes again, exit 130 (143).
-  session::InterruptGuard interrupt;
-  auto up = session::up(std::move(*prep), args.scenario, observer, &interrupt.signal());
-  if (!up) return report_error(up.error());
+void render_up(const session::UpOutcome& up, const UpArgs& args) {
   if (args.json) {
-    print_json(up->to_json());
-  } else {
-    const LabModel& m = up->up.model;
+    print_json(up.to_json());
+    return;
+  }
+  const LabModel& m = up.up.model;
+  const Topology& t = m.topo;
+  if (up.machines.empty()) {
     std::printf(
         "lab %s up in %.2f s: %d hosts, %zu switches, %zu links, %d routes (addresses %s)\n",
-        up->lab.c_str(), up->seconds, m.topo.host_count(), m.topo.switches().size(),
-        m.topo.links.size(), up->up.plan.routes, m.addresses.pool.str().c_str());
-    if (args.timings)
-      for (const auto& [phase, secs] : up->up.phase_seconds)
-        std::printf("  %-10s %.3f s\n", phase.c_str(), secs);
-    if (!args.quiet)  // -q: the summary line (and --timings) only
-      for (const auto& n : up->notes) std::printf("  note: %s\n", n.c_str());
+        up.lab.c_str(), up.seconds, t.host_count(), t.switches().size(), t.links.size(),
+        up.up.plan.routes, m.addresses.pool.str().c_str());
+  } else {
+    std::printf(
+        "lab %s up on %zu machines (%s) in %.2f s: %d hosts, %zu switches, %zu links (%d between "
+        "machines, as VXLAN tunnels), %d routes (addresses %s)\n",
+        up.lab.c_str(), up.machines.size(), up.launcher.c_str(), up.seconds, t.host_count(),
+        t.switches().size(), t.links.size(), up.cut_links, up.up.plan.routes,
+        m.addresses.pool.str().c_str());
+    for (const auto& p : up.machines)
+      std::printf("  %-10s %4d hosts %4d switches %4d tunnels, up in %.2f s: %s\n", p.name.c_str(),
+                  p.hosts, p.switches, p.tunnels, p.seconds, p.nodes.c_str());
   }
-  out = std::move(up->up);
+  if (args.timings)
+    for (const auto& [phase, secs] : up.up.phase_seconds)
+      std::printf("  %-10s %.3f s\n", phase.c_str(), secs);
+  if (!args.quiet)  // -q: the summary line (and --timings) only
+    for (const auto& n : up.notes) std::printf("  note: %s\n", n.c_str());
+}
+
+namespace {
+
+// `up --dry-run`: the plan, or with --machines the partition; nothing touched.
+int dry_run(const UpArgs& args, const LabPaths& base) {
+  TerminalObserver observer(args.quiet);
+  auto prep = session::prepare(args, base, observer, args.machines > 0);
+  if (!prep) return report_error(prep.error());
+  if (args.machines > 0) return print_partition(prep->model, args.machines);
+  Plan plan = make_plan(prep->model, prep->paths, 0, prep->plan);
+  for (const auto& e : plan.journal) std::printf("journal %s\n", e.path.c_str());
+  for (const auto& a : plan.actions) std::printf("%s\n", describe(a).c_str());
+  std::printf("# %d namespaces, %d veths, %d routes, %zu actions\n", plan.namespaces, plan.veths,
+              plan.routes, plan.actions.size());
   return kExitOk;
 }
+
+}  // namespace
 
 int cmd_up(const UpArgs& args, const LabPaths& base) {
-  std::optional<UpResult> up;
-  LabPaths paths;
-  int code = bring_up(args, base, up, paths);
-  if (code != kExitOk || args.dry_run) return code;
+  if (args.dry_run) return dry_run(args, base);
+  TerminalObserver observer(args.quiet);
+  // ^C or a TERM while the lab is built: what was made goes again, exit 130 (143).
+  session::InterruptGuard interrupt;
+  auto up = session::up_lab(args, base, observer, &interrupt.signal());
+  if (!up) return report_error(up.error());
+  render_up(*up, args);
   if (args.quiet || args.json) return kExitOk;
-  if (const std::string note = fault_timeline_note(up->model); !note.empty())
+  const LabModel& m = up->up.model;
+  if (const std::string note = fault_timeline_note(m); !note.empty())
     std::printf("  note: %s (`fabemu run` plays them; a lab brought up by `up` does not)\n",
                 note.c_str());
-  const auto hosts = up->model.topo.hosts();
-  std::printf("  try: fabemu exec %s:%s -- ping -c3 %s\n", paths.lab.c_str(),
-              up->model.topo.nodes[hosts.front()].name.c_str(),
-              up->model.topo.nodes[hosts.back()].name.c_str());
-  std::printf("       fabemu status %s; fabemu down %s\n", paths.lab.c_str(), paths.lab.c_str());
+  const auto hosts = m.topo.hosts();
+  const std::string on = args.on.empty() ? "" : " --on " + args.on;
+  std::printf("  try: fabemu exec %s:%s%s -- ping -c3 %s\n", up->lab.c_str(),
+              m.topo.nodes[hosts.front()].name.c_str(), on.c_str(),
+              m.topo.nodes[hosts.back()].name.c_str());
+  std::printf("       fabemu status %s%s; fabemu down %s%s\n", up->lab.c_str(), on.c_str(),
+              up->lab.c_str(), on.c_str());
   return kExitOk;
 }
 
-int cmd_down(const std::vector<std::string>& labs, bool all, const LabPaths& base,
-             bool wait_for_kernel, bool json) {
-  auto out = session::down({labs, all, wait_for_kernel}, base);
-  if (!out) return report_error(out.error());
+int render_down(const session::DownOutcome& out, bool json) {
   if (json) {
-    print_json(out->to_json());
+    print_json(out.to_json());
   } else {
-    for (const auto& l : out->labs) {
+    for (const auto& l : out.labs) {
       if (l.agent_stopped)
         std::printf("lab %s: stopped the agent still working on it here\n", l.lab.c_str());
       if (l.error)
         print_error(l.error->what());
+      else if (l.machines)
+        std::printf("lab %s down on %zu machines in %.2f s\n", l.lab.c_str(), l.machines,
+                    l.seconds);
       else
         std::printf("lab %s down in %.2f s\n", l.lab.c_str(), l.seconds);
     }
-    if (!out->kernel_note.empty()) print_error("down: " + out->kernel_note);
-    if (out->kernel_seconds)
+    if (!out.kernel_note.empty()) print_error("down: " + out.kernel_note);
+    if (out.kernel_seconds)
       std::printf("kernel done freeing %s in %.2f s\n",
-                  out->labs.size() > 1 ? "the labs" : "the lab", *out->kernel_seconds);
+                  out.labs.size() > 1 ? "the labs" : "the lab", *out.kernel_seconds);
   }
-  const auto failure = out->failure();
+  const auto failure = out.failure();
   return failure ? exit_code(*failure) : kExitOk;
 }
 
@@ -180,8 +190,7 @@ void add_up_command(CLI::App& app, CommandLine& cl) {
       cl.exit = kExitBadInput;
       return;
     }
-    cl.exit =
-        a->up.on.empty() || a->up.dry_run ? cmd_up(a->up, cl.base) : cluster_up(a->up, cl.base);
+    cl.exit = cmd_up(a->up, cl.base);
   });
 }
 
@@ -196,14 +205,14 @@ void add_down_command(CLI::App& app, CommandLine& cl) {
   cmd->add_option("lab", a->labs, "Lab names");
   cmd->add_flag("--all", a->all, "Every fabemu lab on this machine");
   auto* on = cmd->add_option("--on", a->on, kOnHelp)->excludes("--all");
-  cmd->add_flag("--json", a->json, "The result as one JSON object (docs/json.md)")->excludes(on);
+  cmd->add_flag("--json", a->json, "The result as one JSON object (docs/json.md)");
   cmd->add_flag("--no-wait", a->no_wait,
                 "Return before the kernel has freed the lab's namespaces (it goes on in the "
                 "background, and a lab brought up meanwhile waits for its lock)")
       ->excludes(on);
   cmd->callback([a, &cl] {
-    cl.exit = a->on.empty() ? cmd_down(a->labs, a->all, cl.base, !a->no_wait, a->json)
-                            : cluster_down(a->labs, a->on, cl.base);
+    auto out = session::down({a->labs, a->all, !a->no_wait, a->on}, cl.base);
+    cl.exit = out ? render_down(*out, a->json) : report_error(out.error());
   });
 }
 

@@ -17,6 +17,7 @@ session::LinkRequest link_request(const LinkSetArgs& a) {
   r.down = a.down;
   r.reroute = a.reroute;
   r.accept_degraded = a.accept_degraded;
+  r.on = a.on;
   return r;
 }
 
@@ -63,8 +64,7 @@ void add_link_command(CLI::App& app, CommandLine& cl) {
     c->add_option("lab", link.lab, "Lab name")->required();
     c->add_option("link", link.link, "a:b or a>b, e.g. leaf1:spine2")->required();
     c->add_option("--on", link.on, kOnHelp);
-    c->add_flag("--json", link.json,
-                "The result as one JSON object (docs/json.md); with --on, one per machine");
+    c->add_flag("--json", link.json, "The result as one JSON object (docs/json.md)");
   }
   for (auto* c : {down, up}) {
     c->add_flag("--reroute", a->reroute,
@@ -97,7 +97,7 @@ void add_link_command(CLI::App& app, CommandLine& cl) {
     if (a->reorder || a->no_reorder) l.reorder = a->reorder;
     l.down = down;
     l.reroute = !a->no_reroute;
-    cl.exit = l.on.empty() ? cmd_link_set(l, cl.base) : cluster_link_set(l, cl.base);
+    cl.exit = cmd_link_set(l, cl.base);
   };
   set->callback([run] { run(std::nullopt); });
   down->callback([run] { run(true); });

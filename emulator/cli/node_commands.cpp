@@ -24,16 +24,6 @@ int lab_error(const Error& e) {
   return errno_of(e) == ENOENT ? kExitNoLab : kExitFailed;
 }
 
-namespace {
-
-// clock: fabric on a machine without what it needs: unsupported here, as `up` says it.
-int clock_error(const Error& e) {
-  print_error("exec: " + e.message);
-  return errno_of(e) == EOPNOTSUPP ? kExitUnsupported : kExitFailed;
-}
-
-}  // namespace
-
 bool require_root(const char* command) {
   if (::geteuid() == 0) return true;
   print_error(std::string(command) +
@@ -41,100 +31,32 @@ bool require_root(const char* command) {
   return false;
 }
 
-int cmd_exec(const std::string& target, bool all, bool no_tag, bool json,
-             const std::vector<std::string>& argv, const std::string& clock_word,
-             const LabPaths& base) {
-  if (!require_root("exec")) return kExitNeedsRoot;
-  std::optional<HostClock> clock;
-  if (clock_word == "fabric") clock = HostClock::Fabric;
-  if (clock_word == "wall") clock = HostClock::Wall;
-  auto colon = target.find(':');
-  if (json && !all) {
-    print_error("exec: --json goes with --all (one node's command writes its own output)");
-    return kExitBadInput;
+int cmd_exec(const session::ExecRequest& req, const LabPaths& base) {
+  auto out = session::exec(req, base);
+  if (!out) return report_error(out.error());
+  if (out->exec_error) {
+    print_error(out->exec_error->what());
+    return out->status;
   }
-  if (all == (colon != std::string::npos)) {
-    print_error("exec: write LAB:NODE for one node, or LAB --all for every host (got '" + target +
-                "')");
-    return kExitBadInput;
+  if (req.keep_output) {
+    print_json(out->to_json());
+    return out->status;
   }
-  LabPaths paths = base;
-  paths.lab = target.substr(0, colon);
-  auto model = lab_model(paths);
-  if (!model) return lab_error(model.error());
-  if (!all) {
-    std::string node = target.substr(colon + 1);
-    int id = model->topo.find(node);
-    if (id < 0) {
-      print_error("exec: lab " + paths.lab + " has no node named '" + node + "'");
-      return kExitBadInput;
-    }
-    if (!local_node(*model, id)) {
-      print_error("exec: " + node + " of lab " + paths.lab + " is on machine " +
-                  model->part->machines[model->part->placement.machine_of[id]] +
-                  "; from the launching side, `fabemu exec " + target + " --on slurm`");
-      return kExitFailed;
-    }
-    auto context = program_context(*model, paths, id, clock);
-    if (!context) return clock_error(context.error());
-    Error e = exec_in_node(*context, argv);
-    print_error(e.what());
-    return errno_of(e) == ENOENT ? 127 : 126;
-  }
-  std::vector<NodeContext> nodes;
-  for (int h : model->topo.hosts()) {
-    if (!local_node(*model, h)) continue;
-    auto context = program_context(*model, paths, h, clock);
-    if (!context) return clock_error(context.error());
-    nodes.push_back(std::move(*context));
-  }
-  RunOptions run;
-  run.tag = !no_tag && !json;
-  run.echo = !json;
-  run.keep = json;
-  auto exits = run_in_nodes(nodes, argv, run);
-  if (!exits) {
-    // A command that cannot be run exits as a shell's would (127 not found, 126 not executable);
-    // the message names the host and the errno's words.
-    print_error(exits.error().what());
-    const int err = errno_of(exits.error());
-    return err == ENOENT ? 127 : err == EACCES || err == ENOEXEC ? 126 : kExitFailed;
-  }
-  int code = 0, failed = 0;
-  if (json) {
-    Json hosts = Json::array();
-    for (const auto& e : *exits) {
-      hosts.push_back({{"host", e.node},
-                       {"status", e.status},
-                       {"timed_out", e.timed_out},
-                       {"output", e.output}});
-      if (e.status != 0 && code == 0) code = e.status;
-    }
-    std::printf("%s\n", json_text({{"schema", kJsonSchemaVersion},
-                                   {"command", "exec"},
-                                   {"lab", paths.lab},
-                                   {"hosts", hosts}})
-                            .c_str());
-    return code;
-  }
-  for (const auto& e : *exits)
-    if (e.status != 0) {
-      if (failed++ < 8) print_error(e.node + ": exit status " + std::to_string(e.status));
-      if (code == 0) code = e.status;
-    }
+  int failed = 0;
+  for (const auto& e : out->hosts)
+    if (e.status != 0 && failed++ < 8)
+      print_error(e.node + ": exit status " + std::to_string(e.status));
   if (failed > 8) print_error("... and " + std::to_string(failed - 8) + " more hosts failed");
-  return code;
+  return out->status;
 }
 
 int cmd_doctor(bool json, bool calibrate, const std::string& run_root) {
-  auto kernel = kernel_info();
-  auto probes = probe_features(run_root, calibrate, [](const std::string& line) {
-    std::fprintf(stderr, "%s\n", line.c_str());
-  });
+  TerminalObserver observer(/*quiet=*/false);  // calibration's trials, on stderr
+  const session::DoctorOutcome d = session::doctor(calibrate, run_root, observer);
   if (json)
-    std::printf("%s\n", doctor_json(kernel, probes).c_str());
+    print_json(d.to_json());
   else
-    std::printf("%s", format_doctor_table(kernel, probes).c_str());
+    std::printf("%s", format_doctor_table(d.kernel, d.probes).c_str());
   return kExitOk;
 }
 
@@ -190,12 +112,7 @@ int cmd_host(const session::HostRequest& req, bool json, const LabPaths& base) {
 }
 
 void add_exec_command(CLI::App& app, CommandLine& cl) {
-  struct Args {
-    std::string target, on, clock;
-    std::vector<std::string> argv;
-    bool all = false, no_tag = false, json = false;
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<session::ExecRequest>();
   auto* cmd = app.add_subcommand(
       "exec",
       "Run a command inside an emulated node: exec LAB:NODE -- CMD, or exec LAB --all -- CMD");
@@ -203,7 +120,7 @@ void add_exec_command(CLI::App& app, CommandLine& cl) {
   cmd->add_option("command", a->argv, "Command and arguments, after --")->required();
   cmd->add_flag("--all", a->all, "One process per host, with RANK/WORLD_SIZE set");
   cmd->add_flag("--no-tag", a->no_tag, "With --all: do not prefix lines with [host]");
-  cmd->add_flag("--json", a->json,
+  cmd->add_flag("--json", a->keep_output,
                 "With --all: one JSON object at the end, each host's exit status and output "
                 "(stdout and stderr as written) instead of the tagged lines");
   cmd->add_option("--on", a->on, kOnHelp);
@@ -215,9 +132,7 @@ void add_exec_command(CLI::App& app, CommandLine& cl) {
   cmd->callback([a, &cl] {
     // CLI11 keeps the "--" separator among the positionals.
     if (!a->argv.empty() && a->argv.front() == "--") a->argv.erase(a->argv.begin());
-    cl.exit = a->on.empty()
-                  ? cmd_exec(a->target, a->all, a->no_tag, a->json, a->argv, a->clock, cl.base)
-                  : cluster_exec(a->target, a->all, a->no_tag, a->argv, a->clock, a->on, cl.base);
+    cl.exit = cmd_exec(*a, cl.base);
   });
 }
 

@@ -4,9 +4,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "apply/lab.h"
 #include "cli/commands.h"
-#include "runtime/workload.h"
 #include "util/units.h"
 
 namespace fabemu::cli {
@@ -20,6 +18,7 @@ void print_table(const Json& predictions) {
   for (uint64_t s : kSizes) std::printf(" %9s", ("@" + format_size(s)).c_str());
   std::printf("  BOTTLENECK\n");
   for (const auto& [name, p] : predictions.items()) {
+    if (!p.is_object()) continue;  // the header: schema, command, lab, transport
     const double latency = p.value("latency_s", 0.0), per_byte = p.value("seconds_per_byte", 0.0),
                  bus = p.value("bus_factor", 1.0);
     std::printf("%-14s %-16s %5.2f %10s", name.c_str(), p.value("algorithm", "").c_str(), bus,
@@ -42,27 +41,12 @@ void print_table(const Json& predictions) {
 
 int cmd_predict(const std::string& lab, const std::string& transport, bool json,
                 const LabPaths& base) {
-  if (transport != "tcp" && transport != "ibverbs") {
-    print_error("predict: --transport is tcp or ibverbs (got '" + transport + "')");
-    return kExitBadInput;
-  }
-  LabPaths paths = base;
-  paths.lab = lab;
-  auto model = lab_model(paths);
-  if (!model) return lab_error(model.error());
-  const Json predictions = Json::parse(live_predictions(*model, paths, transport));
-  if (json) {
-    // The collectives' models at the top level beside the header: fabemu-collective --predict
-    // reads the object as it is (it skips keys that name no collective).
-    Json out = {{"schema", kJsonSchemaVersion},
-                {"command", "predict"},
-                {"lab", lab},
-                {"transport", transport}};
-    out.update(predictions);
-    std::printf("%s\n", json_text(out).c_str());
-    return kExitOk;
-  }
-  print_table(predictions);
+  auto predicted = session::predict(lab, transport, base);
+  if (!predicted) return report_error(predicted.error());
+  if (json)
+    print_json(*predicted);
+  else
+    print_table(*predicted);
   return kExitOk;
 }
 

@@ -46,20 +46,6 @@ void print_step(const LabModel& m, const StepReport& s) {
 
 namespace {
 
-// The workload with the fault timeline and the sampler running beside it.
-void run_workload(const LabModel& m, const LabPaths& paths, RunReport& report, int& code) {
-  WorkloadOptions wo = workload_options(m.scenario.file);
-  if (auto staged = stage_binaries(wo, paths); !staged) {
-    print_error(staged.error().what());
-    code = kExitFailed;
-    return;
-  }
-  TerminalObserver observer(/*quiet=*/false);
-  std::fflush(stdout);  // before the steps' programs write to the same stdout
-  if (!session::play_workload(m, paths, wo, Clock::now(), report, observer)) code = kExitFailed;
-  for (const std::string& n : report.notes) std::printf("  note: %s\n", n.c_str());
-}
-
 void print_faults(const LabModel& m, const RunReport& r) {
   if (r.faults.empty()) return;
   const bool dilated = m.time_scale.dilated();
@@ -126,28 +112,9 @@ void print_links(const LabModel& m, const RunReport& r) {
   }
 }
 
-// report.html, report.jsonl and topology.svg in `dir` (made if missing).
-Result<void> write_report(const LabModel& m, const RunReport& r, const std::string& dir) {
-  FABEMU_TRY(make_dirs(dir));
-  FABEMU_TRY(write_file(dir + "/report.jsonl", report_json_lines(m, r)));
-  FABEMU_TRY(write_file(dir + "/topology.svg", topology_svg(m, &r)));
-  return write_file(dir + "/report.html", report_html(m, r));
-}
-
 }  // namespace
 
-std::string default_report_dir(const std::string& lab) {
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  return "fabemu-reports/" + lab + "-" + stamp;
-}
-
-bool print_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds,
-                        RunReport& report) {
-  const int total = static_cast<int>(reach.pairs.size());
-  report.pairs = total;
-  report.reachable = reach.answered();
+void print_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds) {
   // Round trips of the real fabric: the wall clock's over the time scale (the hosts' own
   // stack time shrinks with it, as an offloading NIC's would).
   auto rtt = [&](double p) {
@@ -155,50 +122,61 @@ bool print_reachability(const LabModel& m, const ReachabilityReport& reach, doub
         static_cast<uint64_t>(m.time_scale.real_ns(reach.rtt_percentile(p) * 1e3)));
   };
   std::printf(
-      "reachability: %d/%d host pairs answered ICMP echo across the fabric in %.2f s; "
+      "reachability: %d/%zu host pairs answered ICMP echo across the fabric in %.2f s; "
       "rtt p50 %s, p99 %s\n",
-      reach.answered(), total, seconds, rtt(50).c_str(), rtt(99).c_str());
+      reach.answered(), reach.pairs.size(), seconds, rtt(50).c_str(), rtt(99).c_str());
   int shown = 0;
   for (const auto& pr : reach.pairs)
     if (!pr.answered && shown++ < 10)
       std::printf("  no answer: %s -> %s\n", m.topo.nodes[pr.src].name.c_str(),
                   m.topo.nodes[pr.dst].name.c_str());
-  return reach.answered() == total;
-}
-
-int finish_run(const LabModel& m, RunReport& report, const std::string& dir) {
-  int code = kExitOk;
-  print_faults(m, report);
-  print_links(m, report);
-  report.expectations = check_expectations(m.scenario.expect, report);
-  for (const ExpectResult& e : report.expectations) {
-    std::printf("expect %s: %s\n", e.ok ? "ok" : "FAILED", e.what.c_str());
-    if (!e.ok) code = kExitFailed;
-  }
-  if (auto w = write_report(m, report, dir); !w) {
-    print_error("writing the report: " + w.error().what());
-    code = kExitFailed;
-  } else {
-    std::printf("report: %s/report.html (JSON lines: %s/report.jsonl)\n", dir.c_str(), dir.c_str());
-  }
-  return code;
 }
 
 namespace {
 
-// `run --json`: the run's records (report.jsonl's but the telemetry samples, which stay there).
-Json run_json(const LabModel& m, const RunReport& report, const std::string& dir, bool kept,
-              int code) {
-  Json records = Json::array();
-  for (Json& j : report_records(m, report))
-    if (j.value("type", "") != "sample") records.push_back(std::move(j));
-  return {{"schema", session::kSchemaVersion},
-          {"command", "run"},
-          {"lab", report.lab},
-          {"ok", code == kExitOk},
-          {"report_dir", dir},
-          {"kept", kept},
-          {"records", records}};
+// The run as it happens: the lab, the reachability check, each step.
+class RunObserver : public TerminalObserver {
+ public:
+  explicit RunObserver(const UpArgs& args) : TerminalObserver(args.quiet), args_(args) {}
+  void lab_up(const session::UpOutcome& up) override {
+    UpArgs shown = args_;
+    shown.json = false;  // --json of run: the run's object at the end
+    render_up(up, shown);
+    std::fflush(stdout);
+  }
+  void reachability(const LabModel& m, const ReachabilityReport& reach, double seconds) override {
+    print_reachability(m, reach, seconds);
+    std::fflush(stdout);  // before the steps' programs write to the same stdout
+  }
+
+ private:
+  const UpArgs& args_;
+};
+
+// After the workload: notes, faults, links, expectations, the report, the lab down; the exit code.
+int render_run_end(const session::RunOutcome& out, const UpArgs& args) {
+  const LabModel& m = out.up.up.model;
+  const RunReport& report = out.report;
+  for (const std::string& n : report.notes) std::printf("  note: %s\n", n.c_str());
+  if (!out.workload_not_run.empty())
+    std::printf("workload not run: %s\n", out.workload_not_run.c_str());
+  print_faults(m, report);
+  print_links(m, report);
+  for (const ExpectResult& e : report.expectations)
+    std::printf("expect %s: %s\n", e.ok ? "ok" : "FAILED", e.what.c_str());
+  if (out.report_error)
+    print_error(out.report_error->what());
+  else
+    std::printf("report: %s/report.html (JSON lines: %s/report.jsonl)\n", out.report_dir.c_str(),
+                out.report_dir.c_str());
+  const std::string on = args.on.empty() ? "" : " --on " + args.on;
+  if (out.kept)
+    std::printf("lab %s left up (--keep); `fabemu down %s%s` removes it\n", out.up.lab.c_str(),
+                out.up.lab.c_str(), on.c_str());
+  if (out.down_error) return report_error(*out.down_error);
+  if (out.down)
+    if (const int down = render_down(*out.down, false); down != kExitOk) return down;
+  return out.ok ? kExitOk : kExitFailed;
 }
 
 }  // namespace
@@ -206,52 +184,14 @@ Json run_json(const LabModel& m, const RunReport& report, const std::string& dir
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   std::optional<StdoutToStderr> text_to_stderr;
   if (run.json) text_to_stderr.emplace();
-  std::optional<UpResult> up;
-  LabPaths paths;
-  int code = bring_up(args, base, up, paths);
-  if (code != kExitOk) return code;
-  const LabModel& m = up->model;
-  RunReport report;
-  report.lab = paths.lab;
-  report.scenario_file = m.scenario.file;
-  report.seed = m.scenario.seed;
-  report.link_mode = up->plan_options;
-
-  if (const std::string note = fault_timeline_note(m); !note.empty() && !args.quiet)
-    std::printf("  note: %s\n", note.c_str());
-  auto start = Clock::now();
-  auto reach = check_reachability(m, paths);
-  if (!reach) {
-    print_error(reach.error().what());
-    code = kExitFailed;
-  } else if (!print_reachability(m, *reach, seconds_since(start), report)) {
-    code = kExitFailed;
-  }
-  if (code == kExitOk && !m.scenario.workload.empty()) {
-    run_workload(m, paths, report, code);
-  } else if (code != kExitOk && !m.scenario.workload.empty()) {
-    std::printf("workload not run: the fabric failed its reachability check\n");
-  }
-  // A timeline that did not play at all is reported (and checked) step by step.
-  if (report.faults.empty() && !m.scenario.faults.empty()) {
-    report.faults = fault_log(m, expand_faults(m.scenario));
-    for (AppliedFault& f : report.faults)
-      f.error = m.scenario.workload.empty()
-                    ? "not played: faults are timed from the workload's start, and there is none"
-                    : "not played: the workload did not run";
-  }
-  const std::string dir = run.report_dir.empty() ? default_report_dir(report.lab) : run.report_dir;
-  code = std::max(code, finish_run(m, report, dir));
-
-  if (run.keep) {
-    std::printf("lab %s left up (--keep); `fabemu down %s` removes it\n", paths.lab.c_str(),
-                paths.lab.c_str());
-  } else if (const int down = cmd_down({paths.lab}, false, base); down != kExitOk) {
-    code = down;
-  }
+  RunObserver observer(args);
+  session::InterruptGuard interrupt;  // ^C while the lab is built: what was made goes again
+  auto out = session::run({args, run.report_dir, run.keep}, base, observer, &interrupt.signal());
+  if (!out) return report_error(out.error());
+  const int code = render_run_end(*out, args);
   if (text_to_stderr) {
     text_to_stderr->restore();
-    print_json(run_json(m, report, dir, run.keep, code));
+    print_json(out->to_json());
   }
   return code;
 }
@@ -278,7 +218,6 @@ void add_run_command(CLI::App& app, CommandLine& cl) {
   cmd->add_flag("--json", a->run.json,
                 "The result as one JSON object on stdout (docs/json.md): the report's records "
                 "but the telemetry samples; the run's text goes to stderr")
-      ->excludes("--on")
       ->excludes("--vm");
   cmd->callback([a, &cl] {
     if (a->vm) {
@@ -292,12 +231,12 @@ void add_run_command(CLI::App& app, CommandLine& cl) {
         }
         lab = s->name;
       }
-      cl.exit = cmd_in_vm(cl.without("--vm"),
-                          a->run.report_dir.empty() ? default_report_dir(lab) : a->run.report_dir);
+      cl.exit =
+          cmd_in_vm(cl.without("--vm"), a->run.report_dir.empty() ? session::default_report_dir(lab)
+                                                                  : a->run.report_dir);
       return;
     }
-    cl.exit =
-        a->up.on.empty() ? cmd_run(a->up, a->run, cl.base) : cluster_run(a->up, a->run, cl.base);
+    cl.exit = cmd_run(a->up, a->run, cl.base);
   });
 }
 

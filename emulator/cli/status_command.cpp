@@ -323,15 +323,14 @@ int list_labs_status(const LabPaths& base, bool json) {
 
 }  // namespace
 
-int cmd_status(const std::string& lab, bool json, const StatusView& view, const LabPaths& base) {
+int cmd_status(const std::string& lab, bool json, const StatusView& view, const std::string& on,
+               const LabPaths& base) {
   if (lab.empty()) return list_labs_status(base, json);
-  if (!require_root("status")) return kExitNeedsRoot;
-  LabPaths paths = base;
-  paths.lab = lab;
-  auto status = read_lab_status(paths);
-  if (!status) return lab_error(status.error());
-  show_status(session::status_json(*status), json, view);
-  return status->missing.empty() ? kExitOk : kExitFailed;
+  auto status = session::lab_status(lab, on, base);
+  if (!status) return report_error(status.error());
+  const bool up = status->value("state", "") == "up";
+  show_status(std::move(*status), json, view);
+  return up ? kExitOk : kExitFailed;
 }
 
 void add_status_command(CLI::App& app, CommandLine& cl) {
@@ -351,11 +350,7 @@ void add_status_command(CLI::App& app, CommandLine& cl) {
                 "Every node and link, also of a big lab (more than 64 of either: by default a "
                 "summary by tier)");
   cmd->add_option("--on", a->on, kOnHelp);
-  cmd->callback([a, &cl] {
-    cl.exit = a->on.empty() || a->lab.empty()
-                  ? cmd_status(a->lab, a->json, a->view, cl.base)
-                  : cluster_status(a->lab, a->json, a->view, a->on, cl.base);
-  });
+  cmd->callback([a, &cl] { cl.exit = cmd_status(a->lab, a->json, a->view, a->on, cl.base); });
 }
 
 }  // namespace fabemu::cli

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "plan/partition.h"
-#include "runtime/host_clock.h"
+#include "util/host_clock.h"
 #include "util/netlink.h"
 #include "util/process.h"
 #include "util/units.h"

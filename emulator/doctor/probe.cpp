@@ -130,7 +130,8 @@ KernelInfo kernel_info() {
 }
 
 std::vector<FeatureProbe> probe_features(const std::string& run_root, bool calibrate,
-                                         std::function<void(const std::string&)> progress) {
+                                         std::function<void(const std::string&)> progress,
+                                         Calibrator calibrator) {
   KernelInfo kernel = kernel_info();
   std::vector<FeatureProbe> seen;
   std::string failure;
@@ -138,6 +139,7 @@ std::vector<FeatureProbe> probe_features(const std::string& run_root, bool calib
   // What `up` uses, asked exactly as `up` asks it, and probed afresh.
   SystemProbe probe(run_root, /*fresh=*/true);
   probe.progress = std::move(progress);
+  probe.calibrator = std::move(calibrator);
   Capabilities caps(probe);
   for (FeatureProbe& p : capability_rows(caps, calibrate)) seen.push_back(std::move(p));
 

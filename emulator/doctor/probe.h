@@ -6,6 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "model/time_scale.h"
+#include "plan/plan.h"
+#include "util/result.h"
+
 namespace fabemu {
 
 enum class ProbeStatus { Yes, No, Partial, Unknown };
@@ -31,6 +35,12 @@ struct KernelInfo {
 
 KernelInfo kernel_info();
 
+// What measures this machine's capacity (runtime/calibrate.h, handed in by the session:
+// measuring runs a lab, a layer above the doctor): the link model's mode on this kernel and
+// where each trial's line goes.
+using Calibrator = std::function<Result<Capacity>(
+    const PlanOptions& plan, const std::function<void(const std::string&)>& progress)>;
+
 // Runs every probe, in a fixed order, and returns one entry per feature id. Network probes run
 // in a throwaway network namespace on a dedicated thread, so the host's interfaces are never
 // touched and everything they create vanishes with the thread. Without root every kernel probe
@@ -38,10 +48,11 @@ KernelInfo kernel_info();
 // What `up` uses (fq, htb, the link model, OVS, rxe, cgroups, congestion controls) is asked
 // through the capability module, afresh, and the verdicts kept under `run_root` for `up`.
 // `calibrate` measures this machine's capacity now (a lab for ~30 s) instead of showing what
-// this boot kept; `progress` hears each trial.
+// this boot kept, through `calibrator` (SystemProbe::calibrator); `progress` hears each trial.
 std::vector<FeatureProbe> probe_features(const std::string& run_root = "/run/fabemu",
                                          bool calibrate = false,
-                                         std::function<void(const std::string&)> progress = {});
+                                         std::function<void(const std::string&)> progress = {},
+                                         Calibrator calibrator = {});
 
 // An aligned plain-text table for the terminal: feature, status (yes/no/partial/?), detail and,
 // for features that are not fully there, what that costs.

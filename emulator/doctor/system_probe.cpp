@@ -15,7 +15,6 @@
 #include "apply/cgroup.h"
 #include "apply/ovs.h"
 #include "doctor/rxe_support.h"
-#include "runtime/calibrate.h"
 #include "shaping/link_shaper.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
@@ -37,6 +36,47 @@ std::string verdict_key() {
   std::snprintf(digest, sizeof digest, " prog %016llx",
                 static_cast<unsigned long long>(LinkShaper::program_digest()));
   return key + digest;
+}
+
+// The capacity is the boot's and these CPUs'.
+std::string capacity_key() {
+  auto boot = read_file("/proc/sys/kernel/random/boot_id");
+  std::string key = boot ? *boot : "unknown";
+  while (!key.empty() && (key.back() == '\n' || key.back() == ' ')) key.pop_back();
+  return key + " cpus " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+// The capacity measured earlier this boot, if any (no root needed).
+std::optional<Capacity> kept_capacity(const std::string& run_root) {
+  auto text = read_file(run_root + "/capacity");
+  if (!text) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("key", "") != capacity_key()) return std::nullopt;
+  Capacity c;
+  c.frame_hops_per_s = j.value("frame_hops_per_s", 0.0);
+  c.step_overhead_s = j.value("step_overhead_s", 0.0);
+  c.link_bps = j.value("link_bps", uint64_t{0});
+  c.ratio = j.value("ratio", 0.0);
+  c.hosts = j.value("hosts", 0);
+  c.detail = j.value("detail", "");
+  if (c.frame_hops_per_s <= 0) return std::nullopt;
+  return c;
+}
+
+// Keeps `c` for the rest of the boot (best effort).
+void keep_capacity(const std::string& run_root, const Capacity& c) {
+  const nlohmann::json j = {{"key", capacity_key()},
+                            {"frame_hops_per_s", c.frame_hops_per_s},
+                            {"step_overhead_s", c.step_overhead_s},
+                            {"link_bps", c.link_bps},
+                            {"ratio", c.ratio},
+                            {"hosts", c.hosts},
+                            {"detail", c.detail}};
+  // Written aside and renamed: a reader never sees half of it.
+  const std::string path = run_root + "/capacity", tmp = path + "." + std::to_string(::getpid());
+  if (make_dirs(run_root) && write_file(tmp, j.dump() + "\n") &&
+      std::rename(tmp.c_str(), path.c_str()) != 0)
+    ::unlink(tmp.c_str());
 }
 
 nlohmann::json to_json(const Capability& c) {
@@ -208,19 +248,20 @@ std::optional<Capacity> SystemProbe::capacity(bool measure, std::string& why) {
     why = std::string("calibrating ") + kNeedsRoot;
     return std::nullopt;
   }
-  CalibrationSetup setup;
-  setup.base.run_root = run_root_;
-  // The calibration lab's links have rates only: fq, else htb, else the policer.
-  setup.plan.fq = fq().yes();
-  if (!setup.plan.fq) {
-    setup.plan.no_fq_reason = "sch_fq: " + fq().detail;
-    setup.plan.htb = htb().yes();
+  if (!calibrator) {
+    why = "not calibrated this boot, and nothing here measures it";
+    return std::nullopt;
   }
-  setup.workload = workload_options("");
-  setup.progress = progress;
+  // The calibration lab's links have rates only: fq, else htb, else the policer.
+  PlanOptions plan;
+  plan.fq = fq().yes();
+  if (!plan.fq) {
+    plan.no_fq_reason = "sch_fq: " + fq().detail;
+    plan.htb = htb().yes();
+  }
   if (progress)
     progress("calibrating what this machine carries in real time (once per boot, ~15 s)");
-  auto c = calibrate(setup);
+  auto c = calibrator(plan, progress);
   if (!c) {
     why = "calibration failed: " + c.error().what();
     return std::nullopt;

@@ -31,6 +31,8 @@ class SystemProbe : public KernelProbe {
 
   // Where calibration's progress goes (one line per trial); unset: nowhere.
   std::function<void(const std::string&)> progress;
+  // How the capacity is measured (probe.h); unset: the capacity is only what this boot kept.
+  Calibrator calibrator;
 
  private:
   // fq, htb and the link model, tried together in one throwaway namespace (~20 ms), or read

@@ -43,17 +43,6 @@ uint64_t size_for(uint64_t rate) {
   return b & ~uint64_t{4095};
 }
 
-std::string kept_path(const std::string& run_root) {
-  return run_root + "/capacity";
-}
-
-std::string boot_key() {
-  auto boot = read_file("/proc/sys/kernel/random/boot_id");
-  std::string key = boot ? *boot : "unknown";
-  while (!key.empty() && (key.back() == '\n' || key.back() == ' ')) key.pop_back();
-  return key + " cpus " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN));
-}
-
 // The trial's one result at `rate` and `size`; unset when the step failed.
 std::optional<SizeResult> trial(LabModel& m, const LabPaths& paths, const WorkloadOptions& wo,
                                 LinkShaper& maps, uint64_t rate, uint64_t size,
@@ -166,37 +155,6 @@ Result<Capacity> calibrate(const CalibrationSetup& setup) {
       c.frame_hops_per_s, c.hosts, (1 - kKeepsPace) * 100, format_rate(c.link_bps).c_str(), c.ratio,
       c.step_overhead_s * 1e3, ::sysconf(_SC_NPROCESSORS_ONLN));
   return c;
-}
-
-std::optional<Capacity> kept_capacity(const std::string& run_root) {
-  auto text = read_file(kept_path(run_root));
-  if (!text) return std::nullopt;
-  const Json j = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("key", "") != boot_key()) return std::nullopt;
-  Capacity c;
-  c.frame_hops_per_s = j.value("frame_hops_per_s", 0.0);
-  c.step_overhead_s = j.value("step_overhead_s", 0.0);
-  c.link_bps = j.value("link_bps", uint64_t{0});
-  c.ratio = j.value("ratio", 0.0);
-  c.hosts = j.value("hosts", 0);
-  c.detail = j.value("detail", "");
-  if (c.frame_hops_per_s <= 0) return std::nullopt;
-  return c;
-}
-
-void keep_capacity(const std::string& run_root, const Capacity& c) {
-  const Json j = {{"key", boot_key()},
-                  {"frame_hops_per_s", c.frame_hops_per_s},
-                  {"step_overhead_s", c.step_overhead_s},
-                  {"link_bps", c.link_bps},
-                  {"ratio", c.ratio},
-                  {"hosts", c.hosts},
-                  {"detail", c.detail}};
-  // Written aside and renamed: a reader never sees half of it.
-  const std::string path = kept_path(run_root), tmp = path + "." + std::to_string(::getpid());
-  if (make_dirs(run_root) && write_file(tmp, json_text(j) + "\n") &&
-      std::rename(tmp.c_str(), path.c_str()) != 0)
-    ::unlink(tmp.c_str());
 }
 
 }  // namespace fabemu

@@ -2,7 +2,8 @@
 // leaves, two spines) runs a Gloo allreduce at rising link rates until its busbw falls more than
 // 5% below the link model's prediction; the last rate that kept pace, as frame-hops per second
 // (model/time_scale.h), is the machine's capacity. `time_scale: auto` divides a lab's demand by
-// it. Kept for the rest of the boot, as the rxe verdict is.
+// it. The doctor keeps it for the rest of the boot, as the rxe verdict (doctor/system_probe.h:
+// the session hands this to it as its Calibrator, since measuring runs a lab).
 #pragma once
 
 #include <functional>
@@ -25,10 +26,5 @@ struct CalibrationSetup {
 
 // Builds the calibration lab, measures, takes it down (also on failure). Needs root.
 Result<Capacity> calibrate(const CalibrationSetup& setup);
-
-// The capacity measured earlier this boot, if any (no root needed).
-std::optional<Capacity> kept_capacity(const std::string& run_root);
-// Keeps `c` for the rest of the boot (best effort).
-void keep_capacity(const std::string& run_root, const Capacity& c);
 
 }  // namespace fabemu

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "apply/ovs.h"
-#include "runtime/host_clock.h"
+#include "util/host_clock.h"
 #include "util/process.h"
 
 namespace fabemu {

@@ -34,7 +34,7 @@ NodeContext node_context(const LabModel& model, const LabPaths& paths, int node)
 
 // The context of a user's program (`exec`, `exec --all`, a workload's exec step) in `node`:
 // node_context's, and in a host of a dilated lab on the clock `clock` (the scenario's
-// hosts.clock unless given; runtime/host_clock.h). The built-in tools (fabemu-collective,
+// hosts.clock unless given; util/host_clock.h). The built-in tools (fabemu-collective,
 // perf, incast) keep the wall clock and divide by FABEMU_TIME_SCALE themselves. EOPNOTSUPP when
 // clock: fabric is asked and this machine lacks what it needs.
 Result<NodeContext> program_context(const LabModel& model, const LabPaths& paths, int node,

@@ -5,6 +5,7 @@
 #include "apply/kernel_backend.h"
 #include "apply/netns_cleanup.h"
 #include "apply/run_root.h"
+#include "session/across.h"
 #include "session/session.h"
 #include "util/files.h"
 #include "util/units.h"
@@ -19,6 +20,7 @@ using Clock = std::chrono::steady_clock;
 Result<DownOutcome> down(const DownRequest& req, const LabPaths& base) {
   if (req.labs.empty() && !req.all)
     return with_failure(make_error("down: name a lab, or --all"), Failure::BadInput);
+  if (!req.on.empty()) return down_across(req.labs, req.on, base);
   FABEMU_TRY(need_root("down"));
   auto backend = KernelBackend::create(base.netns_dir);
   if (!backend) return backend.error();
@@ -88,6 +90,7 @@ Json DownOutcome::to_json() const {
               {"agent_stopped", l.agent_stopped},
               {"seconds", l.seconds}};
     j["error"] = l.error ? Json(l.error->what()) : Json(nullptr);
+    if (l.machines) j["machines"] = l.machines;
     list.push_back(std::move(j));
   }
   Json j = {{"schema", kSchemaVersion}, {"command", "down"}, {"labs", list}};

@@ -47,6 +47,21 @@ Failure failure_of(const Error& e) {
   }
 }
 
+Failure failure_of_exit(int status) {
+  switch (status) {
+    case kExitBadInput:
+      return Failure::BadInput;
+    case kExitNoLab:
+      return Failure::NoLab;
+    case kExitNeedsRoot:
+      return Failure::NeedsRoot;
+    case kExitUnsupported:
+      return Failure::Unsupported;
+    default:
+      return Failure::Failed;
+  }
+}
+
 Error with_failure(Error e, Failure kind) {
   e.message = e.what();
   e.code = std::error_code(static_cast<int>(kind), failure_category());

@@ -3,6 +3,7 @@
 
 #include "apply/link_control.h"
 #include "scenario/link_shape_text.h"
+#include "session/across.h"
 #include "session/session.h"
 
 namespace fabemu::session {
@@ -37,6 +38,7 @@ Result<LinkShape> link_change(const LinkRequest& req, uint32_t mtu) {
 
 Result<LinkOutcome> change_link(const LinkRequest& req, const LabPaths& base) {
   FABEMU_TRY(link_change(req, 0));
+  if (!req.on.empty()) return link_across(req, base);
   FABEMU_TRY(need_root("link"));
   LabPaths paths = base;
   paths.lab = req.lab;
@@ -83,6 +85,7 @@ Json LinkOutcome::to_json() const {
   Json j = {{"schema", kSchemaVersion}, {"command", "link"}, {"lab", lab}, {"link", link},
             {"action", action},         {"changes", changed}};
   j["rerouted"] = rerouted ? Json(*rerouted) : Json(nullptr);
+  if (!machines.empty()) j["machines"] = machines;
   return j;
 }
 
@@ -110,6 +113,37 @@ Json shape_json(const LinkShape& s) {
   if (s.corrupt) j["corrupt"] = *s.corrupt;
   if (s.duplicate) j["duplicate"] = *s.duplicate;
   return j;
+}
+
+LinkShape shape_from_json(const Json& j) {
+  LinkShape s;
+  auto take = [&j](const char* key, auto& field) {
+    if (j.is_object() && j.contains(key))
+      field = j[key].get<typename std::remove_reference_t<decltype(field)>::value_type>();
+  };
+  take("rate_bps", s.rate_bps);
+  take("delay_ns", s.delay_ns);
+  take("jitter_ns", s.jitter_ns);
+  take("loss", s.loss);
+  take("reorder", s.reorder);
+  take("queue_ns", s.queue_ns);
+  take("queue_bytes", s.queue_bytes);
+  take("ecn_threshold_ns", s.ecn_threshold_ns);
+  take("ecn_threshold_bytes", s.ecn_threshold_bytes);
+  take("down", s.down);
+  take("corrupt", s.corrupt);
+  take("duplicate", s.duplicate);
+  if (j.is_object() && j.contains("loss_burst")) {
+    const Json& b = j["loss_burst"];
+    s.loss_burst = BurstLoss{b.value("p", 0.0), b.value("r", 0.0), b.value("loss_bad", 0.0),
+                             b.value("loss_good", 0.0)};
+  }
+  if (j.is_object() && j.contains("pfc")) {
+    const Json& p = j["pfc"];
+    s.pfc = PfcShape{p.value("xoff_bytes", uint64_t{0}), p.value("xon_bytes", uint64_t{0}),
+                     p.value("watchdog_ns", uint64_t{0})};
+  }
+  return s;
 }
 
 }  // namespace fabemu::session

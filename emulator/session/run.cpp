@@ -1,10 +1,12 @@
-// `run`'s workload phase: the steps in order, the fault timeline and the telemetry sampler on
-// threads of their own beside them.
+// `run`: the lab up, reachability, the workload phase (the steps in order, the fault timeline
+// and the telemetry sampler on threads of their own beside them), the report, the lab down.
 #include <algorithm>
+#include <ctime>
 #include <thread>
 
 #include "runtime/faults.h"
 #include "runtime/telemetry.h"
+#include "session/across.h"
 #include "session/session.h"
 #include "util/files.h"
 #include "util/units.h"
@@ -58,6 +60,138 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
   report.sample_slack_bytes = telemetry.slack_bytes();
   if (!telemetry.error().empty()) report.notes.push_back("telemetry: " + telemetry.error());
   return ok;
+}
+
+std::string default_report_dir(const std::string& lab) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return "fabemu-reports/" + lab + "-" + stamp;
+}
+
+namespace {
+
+// report.html, report.jsonl and topology.svg in `dir` (made if missing).
+Result<void> write_report(const LabModel& m, const RunReport& r, const std::string& dir) {
+  FABEMU_TRY(make_dirs(dir));
+  FABEMU_TRY(write_file(dir + "/report.jsonl", report_json_lines(m, r)));
+  FABEMU_TRY(write_file(dir + "/topology.svg", topology_svg(m, &r)));
+  return write_file(dir + "/report.html", report_html(m, r));
+}
+
+// The pairs counted into the report and shown; true when every pair answered.
+bool count_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds,
+                        RunReport& report, Observer& observer) {
+  report.pairs = static_cast<int>(reach.pairs.size());
+  report.reachable = reach.answered();
+  observer.reachability(m, reach, seconds);
+  return report.reachable == report.pairs;
+}
+
+// Reachability and the workload on this machine's lab; false when either failed.
+bool run_here(const UpOutcome& up, const LabPaths& base, RunOutcome& out, Observer& observer) {
+  const LabModel& m = up.up.model;
+  LabPaths paths = base;
+  paths.lab = up.lab;
+  const auto start = Clock::now();
+  auto reach = check_reachability(m, paths);
+  if (!reach) {
+    out.report.notes.push_back("reachability: " + reach.error().what());
+    out.workload_not_run = "the fabric's reachability check failed";
+    return false;
+  }
+  if (!count_reachability(m, *reach, seconds_since(start), out.report, observer)) {
+    out.workload_not_run = "the fabric failed its reachability check";
+    return false;
+  }
+  if (m.scenario.workload.empty()) return true;
+  WorkloadOptions wo = workload_options(m.scenario.file);
+  if (auto staged = stage_binaries(wo, paths); !staged) {
+    out.report.notes.push_back(staged.error().what());
+    out.workload_not_run = "its programs could not be staged";
+    return false;
+  }
+  return play_workload(m, paths, wo, Clock::now(), out.report, observer);
+}
+
+// The same across machines: every machine's hosts ping, every machine plays its part.
+bool run_across(AcrossLab& lab, const LabPaths& base, RunOutcome& out, Observer& observer) {
+  const LabModel& m = out.up.up.model;
+  const auto start = Clock::now();
+  auto reach = reach_across(lab, base);
+  if (!reach) {
+    out.report.notes.push_back("reachability: " + reach.error().what());
+    out.workload_not_run = "the fabric's reachability check failed";
+    return false;
+  }
+  if (!count_reachability(m, *reach, seconds_since(start), out.report, observer)) {
+    out.workload_not_run = "the fabric failed its reachability check";
+    return false;
+  }
+  return m.scenario.workload.empty() || workload_across(lab, m, base, out.report, observer);
+}
+
+}  // namespace
+
+Result<RunOutcome> run(const RunRequest& req, const LabPaths& base, Observer& observer,
+                       const std::atomic<int>* interrupt) {
+  AcrossLab across;
+  auto up = req.up.on.empty() ? up_lab(req.up, base, observer, interrupt)
+                              : up_across(req.up, base, observer, across);
+  if (!up) return up.error();
+  RunOutcome out;
+  out.up = std::move(*up);
+  const LabModel& m = out.up.up.model;
+  if (const std::string note = fault_timeline_note(m); !note.empty()) out.up.notes.push_back(note);
+  observer.lab_up(out.up);
+  RunReport& report = out.report;
+  report.lab = out.up.lab;
+  report.scenario_file = m.scenario.file;
+  report.seed = m.scenario.seed;
+  if (req.up.on.empty()) report.link_mode = out.up.up.plan_options;
+  bool ok = req.up.on.empty() ? run_here(out.up, base, out, observer)
+                              : run_across(across, base, out, observer);
+  if (m.scenario.workload.empty()) out.workload_not_run.clear();
+  // A timeline that did not play at all is reported (and checked) step by step.
+  if (report.faults.empty() && !m.scenario.faults.empty()) {
+    report.faults = fault_log(m, expand_faults(m.scenario));
+    for (AppliedFault& f : report.faults)
+      f.error = m.scenario.workload.empty()
+                    ? "not played: faults are timed from the workload's start, and there is none"
+                    : "not played: the workload did not run";
+  }
+  report.expectations = check_expectations(m.scenario.expect, report);
+  for (const ExpectResult& e : report.expectations) ok = ok && e.ok;
+  out.report_dir = req.report_dir.empty() ? default_report_dir(report.lab) : req.report_dir;
+  if (auto w = write_report(m, report, out.report_dir); !w) {
+    out.report_error = w.error().context("writing the report");
+    ok = false;
+  }
+  out.kept = req.keep;
+  if (!req.keep) {
+    auto down = session::down({{out.up.lab}, false, true, req.up.on}, base);
+    if (!down)
+      out.down_error = down.error();
+    else
+      out.down = std::move(*down);
+  }
+  out.ok = ok && !out.down_error && !(out.down && out.down->failure());
+  return out;
+}
+
+Json RunOutcome::to_json() const {
+  Json records = Json::array();
+  for (Json& j : report_records(up.up.model, report))
+    if (j.value("type", "") != "sample") records.push_back(std::move(j));
+  return {{"schema", kSchemaVersion},
+          {"command", "run"},
+          {"lab", up.lab},
+          {"ok", ok},
+          {"report_dir", report_dir},
+          {"kept", kept},
+          {"up", up.to_json()},
+          {"down", down ? down->to_json() : Json(nullptr)},
+          {"records", records}};
 }
 
 }  // namespace fabemu::session

@@ -14,9 +14,13 @@
 
 #include "apply/lab.h"
 #include "apply/link_control.h"
+#include "doctor/probe.h"
 #include "plan/lab_paths.h"
 #include "report/report.h"
 #include "runtime/lab_status.h"
+#include "runtime/perf.h"
+#include "runtime/reachability.h"
+#include "runtime/spawn.h"
 #include "runtime/workload.h"
 #include "scenario/scenario.h"
 #include "util/json.h"
@@ -40,11 +44,27 @@ Failure failure_of(const Error& e);
 // The error with `errno` set to the kind's (keeping the message).
 Error with_failure(Error e, Failure kind);
 
+// The exit statuses of fabemu's commands (README, `fabemu --help`): what the CLI exits with and
+// what a machine's agent or command said, read back by the launching side of a lab across
+// machines.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;     // the system refused or a check failed
+inline constexpr int kExitBadInput = 2;   // bad command line or scenario file
+inline constexpr int kExitNoLab = 3;      // the named lab does not exist
+inline constexpr int kExitNeedsRoot = 4;  // must run as root
+// The scenario is fine but this machine cannot build it (no fq for a delay, no rxe for rdma:
+// on, no BPF qdisc for hold: queue, ...): the message says what the probe saw. Test runners
+// skip on it.
+inline constexpr int kExitUnsupported = 5;
+Failure failure_of_exit(int status);
+
 // Fails with NeedsRoot, naming the command, unless this process is root.
 Result<void> need_root(const char* command);
 
 // A running lab's model from its journal; NoLab when there is no such lab.
 Result<LabModel> open_lab(const LabPaths& paths);
+
+struct UpOutcome;
 
 // Progress and remarks while a call works. The default ignores everything.
 class Observer {
@@ -57,6 +77,11 @@ class Observer {
   // A workload step ended (run): its report and the table it made (incast flows), if any.
   virtual void step_done(const LabModel& /*model*/, const StepReport& /*step*/,
                          const std::string& /*table*/) {}
+  // `run`: the lab is up; the reachability check answered (pairs counted into `report`), in
+  // `seconds` of wall clock.
+  virtual void lab_up(const UpOutcome& /*up*/) {}
+  virtual void reachability(const LabModel& /*model*/, const ReachabilityReport& /*reach*/,
+                            double /*seconds*/) {}
 };
 
 // SIGINT and SIGTERM set a flag instead of ending the process, while one of these lives; the
@@ -86,6 +111,9 @@ struct UpRequest {
   std::vector<std::string> cluster;
   std::optional<int> pool;
   std::string shared_dir;
+  // The launching side: a launcher's name ("slurm"): the lab across the machines of its
+  // allocation (an agent per machine; docs/cluster.md). Empty: on this machine.
+  std::string on;
 };
 
 // What `up` decides before it touches anything: the scenario loaded and checked, the lab's
@@ -106,8 +134,18 @@ Result<Prepared> prepare(const UpRequest& req, const LabPaths& base, Observer& o
 struct UpOutcome {
   std::string lab;
   double seconds = 0;
-  UpResult up;
+  UpResult up;  // across machines: the whole lab's model and counts, routes summed
   std::vector<std::string> notes;  // what was built and how (time scale, link model, ...)
+  // A lab across machines: the launcher, each machine's part, the links cut into tunnels.
+  struct Machine {
+    std::string name;
+    int hosts = 0, switches = 0, tunnels = 0;
+    double seconds = 0;
+    std::string nodes;  // "h1-h8, leaf1" (plan/partition.h describe_nodes)
+  };
+  std::string launcher;
+  std::vector<Machine> machines;
+  int cut_links = 0;
   Json to_json() const;
 };
 // Builds the prepared lab. `interrupt` (InterruptGuard::signal()) stops it between actions: what
@@ -116,6 +154,12 @@ Result<UpOutcome> up(Prepared prepared, const std::string& scenario_file, Observ
                      const std::atomic<int>* interrupt = nullptr);
 // The notes about what `up` built (time scale, link model, switches, routing, rdma).
 std::vector<std::string> up_notes(const Scenario& s, const UpResult& up);
+// `up` whole: prepare and up on this machine, or with `req.on` across the machines of the
+// launcher's allocation (each machine's agent checks its part and says what pools it has free
+// and what time scale it needs; they agree, the record of the lab is kept, then each builds its
+// part; a part that fails takes the others down again).
+Result<UpOutcome> up_lab(const UpRequest& req, const LabPaths& base, Observer& observer,
+                         const std::atomic<int>* interrupt = nullptr);
 
 // ---- down -----------------------------------------------------------------------------------
 
@@ -123,6 +167,7 @@ struct DownRequest {
   std::vector<std::string> labs;
   bool all = false;  // every lab on this machine
   bool wait_for_kernel = true;
+  std::string on;  // a lab across machines: every machine's part, through this launcher
 };
 struct DownOutcome {
   struct Lab {
@@ -131,6 +176,7 @@ struct DownOutcome {
     bool agent_stopped = false;  // an agent still working on it here was stopped first
     double seconds = 0;
     std::optional<Error> error;
+    size_t machines = 0;  // across machines: on how many it was taken down
   };
   std::vector<Lab> labs;
   std::optional<double> kernel_seconds;  // until the kernel had freed the namespaces
@@ -150,6 +196,7 @@ struct LinkRequest {
   std::optional<bool> reorder, down;
   bool reroute = true;  // with `down`: the switches' routes move off the link (back at up)
   bool accept_degraded = false;
+  std::string on;  // a lab across machines: each machine changes the directions leaving its nodes
 };
 // The change a request asks for, checked by the scenario file's rules (`mtu` 0: all but a byte
 // queue's minimum); errors name the option (--rate).
@@ -159,6 +206,9 @@ struct LinkOutcome {
   std::string lab, link, action;  // action: set, down or up
   std::vector<LinkChange> changes;
   std::optional<std::string> rerouted;  // what moved, when routes moved
+  // Across machines: the machines that made the changes (each the directions leaving its
+  // nodes), in the allocation's order.
+  std::vector<std::string> machines;
   Json to_json() const;
 };
 Result<LinkOutcome> change_link(const LinkRequest& req, const LabPaths& base);
@@ -166,8 +216,9 @@ Result<LinkOutcome> change_link(const LinkRequest& req, const LabPaths& base);
 Result<LinkOutcome> change_link(const LinkRequest& req, const LabModel& model,
                                 const LabPaths& paths, LabDatapath& dp);
 
-// A link shape as JSON, in the real fabric's units (status, link).
+// A link shape as JSON, in the real fabric's units (status, link), and back.
 Json shape_json(const LinkShape& s);
+LinkShape shape_from_json(const Json& j);
 
 // ---- host faults by hand ------------------------------------------------------------------
 
@@ -183,6 +234,44 @@ struct HostOutcome {
 };
 
 Result<HostOutcome> host_fault(const HostRequest& req, const LabPaths& base);
+
+// ---- doctor ---------------------------------------------------------------------------------
+
+struct DoctorOutcome {
+  KernelInfo kernel;
+  std::vector<FeatureProbe> probes;  // one per feature of the doctor's catalog, in its order
+  Json to_json() const;
+};
+// Every probe, afresh (doctor/probe.h); `calibrate` measures this machine's capacity now (a lab
+// for ~30 s, its trials to the observer as remarks) instead of showing what this boot kept.
+DoctorOutcome doctor(bool calibrate, const std::string& run_root, Observer& observer);
+// What measures the capacity for the doctor's probe (`up` with time_scale: auto, `doctor
+// --calibrate`): runtime/calibrate.h's lab, under `run_root`.
+Calibrator calibrator(const std::string& run_root);
+
+// ---- perf -----------------------------------------------------------------------------------
+
+// perftest (over the hosts' rxe devices) or ucx_perftest between two hosts of a lab.
+struct PerfResult {
+  std::string lab;
+  PerfSetup setup;  // what ran where (the request in it)
+  PerfOutcome outcome;
+  TimeScale time_scale;
+  // The tool's table as the lab's wall clock measured it and in the real fabric's units, and
+  // the client's output (captured with `capture`).
+  Json to_json() const;
+};
+// What runs where goes to the observer as remarks before the pair runs.
+Result<PerfResult> perf(const std::string& lab, const PerfRequest& req, const LabPaths& base,
+                        Observer& observer);
+
+// ---- predict --------------------------------------------------------------------------------
+
+// What the link model predicts for each collective in a lab that is up, from the shapes its
+// links have now (`transport` tcp or ibverbs): the collectives' models at the top level beside
+// the header (schema, command, lab, transport), the object fabemu-collective --predict reads as
+// it is (it skips keys that name no collective).
+Result<Json> predict(const std::string& lab, const std::string& transport, const LabPaths& base);
 
 // ---- graph ----------------------------------------------------------------------------------
 
@@ -219,6 +308,51 @@ bool status_link_up(const Json& link);
 unsigned long long status_drops(const Json& counters);
 // The labs on this machine: {"labs": [{"lab", "state", "scenario"}, ...]}.
 Json lab_list_json(const LabPaths& base);
+// A lab's status object (status_json): this machine's, or with `on` every machine's merged.
+// Its "state" is "up" when every part of the lab is there.
+Result<Json> lab_status(const std::string& lab, const std::string& on, const LabPaths& base);
+
+// ---- exec -----------------------------------------------------------------------------------
+
+struct ExecRequest {
+  std::string target;  // LAB:NODE, or LAB with `all`
+  bool all = false;    // every host of the lab
+  bool no_tag = false;
+  bool keep_output = false;  // with `all`: each host's output kept in the outcome, not shown
+  std::vector<std::string> argv;
+  std::string clock;  // "fabric" or "wall" over the scenario's hosts.clock; empty: its own
+  std::string on;     // a lab across machines: through this launcher
+};
+struct ExecOutcome {
+  std::string lab;
+  // The exit status: one node's program's, the first host's that failed (all), or 127/126 when
+  // the program could not be started (`exec_error` says why, with the errno's words).
+  int status = 0;
+  std::optional<Error> exec_error;
+  std::vector<NodeExit> hosts;  // all: each host's, in the lab's order
+  Json to_json() const;
+};
+// One node: the program replaces this process (exec), so this returns only when it could not.
+// All: every host's at once (across machines: each machine its own hosts').
+Result<ExecOutcome> exec(const ExecRequest& req, const LabPaths& base);
+
+// ---- agent: one machine's part of a lab across machines -----------------------------------
+
+// What a launcher starts on every machine (`fabemu agent ACTION`): it works on this machine's
+// part only, and its answer depends on nothing of what started it.
+struct AgentRequest {
+  std::string action;       // probe, up, reach or run
+  UpRequest up;             // probe, up: the scenario, the machines, the pool, the shared dir
+  std::string lab;          // reach, run
+  std::string run_id;       // run: the Gloo rendezvous prefix every machine shares
+  int64_t start_at_ns = 0;  // run: the workload's start, CLOCK_REALTIME
+  std::string out;          // run: where this machine's part of the report goes
+};
+// The answer the launching side reads: a JSON object (probe: free pools, the lab there or not,
+// the time scale this part needs; up: this part's counts and the lab's notes), reach: the pairs
+// from this machine's hosts as lines (report/run_part.h), run: nothing (standard output carries
+// the ranks' own; the part goes to the shared directory).
+Result<std::string> agent(const AgentRequest& req, const LabPaths& base, Observer& observer);
 
 // ---- run ------------------------------------------------------------------------------------
 
@@ -227,5 +361,33 @@ Json lab_list_json(const LabPaths& base);
 // the report's steps, faults, samples and notes; false when a step failed.
 bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptions& wo,
                    std::chrono::steady_clock::time_point t0, RunReport& report, Observer& observer);
+
+// Where `run` writes its report unless asked: fabemu-reports/LAB-DATE-TIME.
+std::string default_report_dir(const std::string& lab);
+
+struct RunRequest {
+  UpRequest up;            // the lab, on this machine or across machines (`up.on`)
+  std::string report_dir;  // where report.html, report.jsonl and topology.svg go (default_...)
+  bool keep = false;       // leave the lab up
+};
+struct RunOutcome {
+  UpOutcome up;
+  RunReport report;
+  std::string workload_not_run;  // why the workload did not run, when it has steps and did not
+  std::string report_dir;
+  std::optional<Error> report_error;  // the report could not be written
+  bool kept = false;
+  std::optional<DownOutcome> down;  // the lab taken down afterwards (not with `keep`)
+  std::optional<Error> down_error;
+  bool ok = false;  // every pair answered, every step and expectation held, the report written
+  // `run --json`: the report's records but the telemetry samples (report.jsonl keeps them).
+  Json to_json() const;
+};
+// `run`: the lab up, every pair of hosts checked, the workload with the fault timeline and the
+// sampler beside it (each step's end to the observer), the faults not played accounted for,
+// expectations checked, the report written, the lab taken down. A failure to bring the lab up
+// is the error; everything after it is in the outcome.
+Result<RunOutcome> run(const RunRequest& req, const LabPaths& base, Observer& observer,
+                       const std::atomic<int>* interrupt = nullptr);
 
 }  // namespace fabemu::session

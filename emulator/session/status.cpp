@@ -6,6 +6,7 @@
 #include <set>
 
 #include "runtime/lab_status.h"
+#include "session/across.h"
 #include "session/session.h"
 
 namespace fabemu::session {
@@ -212,6 +213,18 @@ Json merge_status(const std::vector<Json>& parts) {
   for (const std::string& s : states) state = (state == "up" ? "" : state + ", ") + s;
   out["state"] = state;
   return out;
+}
+
+Result<Json> lab_status(const std::string& lab, const std::string& on, const LabPaths& base) {
+  if (!on.empty()) return status_across(lab, on, base);
+  FABEMU_TRY(need_root("status"));
+  LabPaths paths = base;
+  paths.lab = lab;
+  auto status = read_lab_status(paths);
+  if (!status)
+    return errno_of(status.error()) == ENOENT ? with_failure(status.error(), Failure::NoLab)
+                                              : status.error();
+  return status_json(*status);
 }
 
 Json lab_list_json(const LabPaths& base) {

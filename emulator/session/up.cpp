@@ -11,6 +11,7 @@
 #include "plan/partition.h"
 #include "runtime/cluster.h"
 #include "scenario/loader.h"
+#include "session/across.h"
 #include "session/session.h"
 #include "util/files.h"
 #include "util/units.h"
@@ -70,6 +71,7 @@ Result<void> ask_machine(const UpRequest& req, const LabPaths& base, Observer& o
   if (auto text = read_file("/proc/sys/net/ipv4/neigh/default/gc_thresh3"))
     p.plan.neighbour_limit = std::atoi(text->c_str());
   probe.progress = [&observer](const std::string& line) { observer.remark(line); };
+  probe.calibrator = calibrator(base.run_root);
   auto scale = choose_time_scale(p.model, req.time_scale, caps);
   if (!scale) return refused(scale.error());
   p.model.time_scale = scale->scale;
@@ -132,6 +134,17 @@ Result<UpOutcome> up(Prepared p, const std::string& scenario_file, Observer& obs
   return out;
 }
 
+Result<UpOutcome> up_lab(const UpRequest& req, const LabPaths& base, Observer& observer,
+                         const std::atomic<int>* interrupt) {
+  if (!req.on.empty()) {
+    AcrossLab across;
+    return up_across(req, base, observer, across);
+  }
+  auto prepared = prepare(req, base, observer);
+  if (!prepared) return prepared.error();
+  return up(std::move(*prepared), req.scenario, observer, interrupt);
+}
+
 std::vector<std::string> up_notes(const Scenario& s, const UpResult& up) {
   std::vector<std::string> out;
   const PlanOptions& mode = up.plan_options;
@@ -192,24 +205,38 @@ Json UpOutcome::to_json() const {
   Json phases = Json::array();
   for (const auto& [phase, secs] : up.phase_seconds)
     phases.push_back({{"phase", phase}, {"seconds", secs}});
-  return {{"schema", kSchemaVersion},
-          {"command", "up"},
-          {"lab", lab},
-          {"seconds", seconds},
-          {"hosts", m.topo.host_count()},
-          {"switches", m.topo.switches().size()},
-          {"links", m.topo.links.size()},
-          {"routes", up.plan.routes},
-          {"addresses", m.addresses.pool.str()},
-          {"time_scale", m.time_scale.factor},
-          {"link_model", up.plan.shaped_ports ? std::string(shaping_mode_name(up.plan_options))
-                                              : std::string("none")},
-          {"shaped_ports", up.plan.shaped_ports},
-          {"ovs_bridges", up.plan.ovs_bridges},
-          {"bgp_routers", up.plan.bgp_routers},
-          {"rxe_devices", up.plan.rxe_devices},
-          {"phases", phases},
-          {"notes", notes}};
+  Json j = {{"schema", kSchemaVersion},
+            {"command", "up"},
+            {"lab", lab},
+            {"seconds", seconds},
+            {"hosts", m.topo.host_count()},
+            {"switches", m.topo.switches().size()},
+            {"links", m.topo.links.size()},
+            {"routes", up.plan.routes},
+            {"addresses", m.addresses.pool.str()},
+            {"time_scale", m.time_scale.factor},
+            {"link_model", up.plan.shaped_ports ? std::string(shaping_mode_name(up.plan_options))
+                                                : std::string("none")},
+            {"shaped_ports", up.plan.shaped_ports},
+            {"ovs_bridges", up.plan.ovs_bridges},
+            {"bgp_routers", up.plan.bgp_routers},
+            {"rxe_devices", up.plan.rxe_devices},
+            {"phases", phases},
+            {"notes", notes}};
+  if (!machines.empty()) {
+    Json parts = Json::array();
+    for (const Machine& p : machines)
+      parts.push_back({{"machine", p.name},
+                       {"hosts", p.hosts},
+                       {"switches", p.switches},
+                       {"tunnels", p.tunnels},
+                       {"seconds", p.seconds},
+                       {"nodes", p.nodes}});
+    j["launcher"] = launcher;
+    j["machines"] = parts;
+    j["cut_links"] = cut_links;
+  }
+  return j;
 }
 
 }  // namespace fabemu::session

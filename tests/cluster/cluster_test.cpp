@@ -114,7 +114,26 @@ class ClusterTest : public ::testing::Test {
   static Json status_json(const std::string& lab) {
     Outcome o = on_cluster({"status", lab, "--on", "slurm", "--json"});
     EXPECT_EQ(o.status, 0) << o;
+    return valid_json("status", o);
+  }
+  // A command's --json output across machines, checked against its schema (docs/schema,
+  // tests/json/check_json.py --validate); null when it is not JSON.
+  static Json valid_json(const std::string& command, const Outcome& o) {
+    const std::string file = state_ + "/" + command + "-" + std::to_string(::getpid()) + ".json";
+    std::ofstream(file) << o.out;
+    Outcome v = run({"/usr/bin/python3", kSourceDir + "/tests/json/check_json.py", "--validate",
+                     command, file});
+    EXPECT_EQ(v.status, 0) << command << " --json is not valid against its schema:\n"
+                           << v << "\n"
+                           << o;
+    std::filesystem::remove(file);
     return Json::parse(o.out, nullptr, false);
+  }
+  // The run's record (report.jsonl's "run") in `run --json`.
+  static Json run_record(const Json& run) {
+    for (const Json& r : run.value("records", Json::array()))
+      if (r.value("type", "") == "run") return r;
+    return Json();
   }
 
   static inline std::string skip_, setup_error_, state_, job_;
@@ -158,14 +177,15 @@ TEST_F(ClusterTest, FatTreeAndLeafSpineAcrossThreeMachinesReachEveryPairAndLeave
        {std::pair<std::string, int>{kFatTree, 16 * 15}, {kLeafSpine64, 64 * 63}}) {
     const std::string lab = lab_name(pairs == 240 ? "cf" : "cl");
     Outcome o = on_cluster({"run", scenario(lab, text), "--lab", lab, "--on", "slurm", "--report",
-                            state_ + "/shared/report-" + lab},
+                            state_ + "/shared/report-" + lab, "--json"},
                            300s);
-    std::printf("%s", o.out.c_str());
+    std::printf("%s", o.err.c_str());  // the run's text, beside the JSON on stdout
     EXPECT_EQ(o.status, 0) << o;
-    EXPECT_NE(o.out.find("up on 3 machines (slurm)"), std::string::npos) << o;
-    const std::string reach = std::to_string(pairs) + "/" + std::to_string(pairs) + " host pairs";
-    EXPECT_NE(o.out.find(reach), std::string::npos) << o;
-    EXPECT_NE(o.out.find("down on 3 machines"), std::string::npos) << o;
+    const Json j = valid_json("run", o);
+    EXPECT_TRUE(j.value("ok", false)) << o;
+    const Json r = run_record(j);
+    EXPECT_EQ(r.value("pairs", 0), pairs) << o;
+    EXPECT_EQ(r.value("reachable_pairs", 0), pairs) << o;
     expect_nothing_left(lab);
   }
 }
@@ -174,19 +194,22 @@ TEST_F(ClusterTest, OvsSwitchesAcrossMachinesReachEveryPair) {
   if (!find_tool("ovs-vswitchd") && !std::filesystem::exists("/usr/sbin/ovs-vswitchd"))
     GTEST_SKIP() << "Open vSwitch is not installed";
   const std::string lab = lab_name("co");
-  Outcome o =
-      on_cluster({"run", scenario(lab, R"(name: co
+  Outcome o = on_cluster(
+      {"run", scenario(lab, R"(name: co
 topology: {kind: fat-tree, k: 4}
 fabric: {switch: ovs, ecmp_hash: l4, mtu: 1500}
 links: {default: {rate: 1gbit}}
 rdma: {enabled: off}
 )"),
-                  "--lab", lab, "--on", "slurm", "--report", state_ + "/shared/report-" + lab},
-                 300s);
-  std::printf("%s", o.out.c_str());
+       "--lab", lab, "--on", "slurm", "--report", state_ + "/shared/report-" + lab, "--json"},
+      300s);
+  std::printf("%s", o.err.c_str());
   EXPECT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("Open vSwitch bridges"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("240/240 host pairs"), std::string::npos) << o;
+  const Json j = valid_json("run", o);
+  EXPECT_GT(j["up"].value("ovs_bridges", 0), 0) << o;
+  const Json r = run_record(j);
+  EXPECT_EQ(r.value("pairs", 0), 240) << o;
+  EXPECT_EQ(r.value("reachable_pairs", 0), 240) << o;
   expect_nothing_left(lab);
 }
 
@@ -212,8 +235,12 @@ TEST_F(ClusterTest, TracesCrossSwitchesOnOtherMachinesAndEcmpSpreadsOverTheCutLi
     GTEST_SKIP() << "traceroute and iperf3 are needed";
   const std::string lab = lab_name("ce");
   ClusterLab guard(lab, fabemu_in_job);
-  Outcome up = on_cluster({"up", scenario(lab, kFatTree), "--lab", lab, "--on", "slurm"});
+  Outcome up = on_cluster({"up", scenario(lab, kFatTree), "--lab", lab, "--on", "slurm", "--json"});
   ASSERT_EQ(up.status, 0) << up;
+  const Json built = valid_json("up", up);
+  EXPECT_EQ(built.value("hosts", 0), 16) << up;
+  EXPECT_EQ(built.value("machines", Json::array()).size(), size_t{kMachines}) << up;
+  EXPECT_GT(built.value("cut_links", 0), 0) << up;
   const Json before = status_json(lab);
   const Where w = where(before);
   // A host on the first machine and one on another; the trace names the switches it crosses.
@@ -295,10 +322,12 @@ placement: [[leaf1], [leaf2], [spine1]]
     ASSERT_EQ(up.status, 0) << up;
   }
   Outcome link_set(const std::string& link, Argv options) {
-    Argv args = {"link", "set", lab_, link, "--on", "slurm"};
+    Argv args = {"link", "set", lab_, link, "--on", "slurm", "--json"};
     args.insert(args.end(), options.begin(), options.end());
     Outcome o = on_cluster(args);
     EXPECT_EQ(o.status, 0) << o;
+    // Both directions changed, each by the machine of the node it leaves.
+    EXPECT_EQ(valid_json("link", o).value("changes", Json::array()).size(), 2u) << o;
     return o;
   }
   // Frames on the wire over iperf3's payload: UDP 8 + IP 20 + Ethernet 14 around 1400 bytes.
@@ -415,20 +444,32 @@ workload:
     text += "  - exec: {hosts: all, command: [/usr/bin/python3, " + script + "], timeout: 300s}\n";
   }
   Outcome o = on_cluster({"run", scenario(lab, text), "--lab", lab, "--on", "slurm", "--report",
-                          state_ + "/shared/report-" + lab},
+                          state_ + "/shared/report-" + lab, "--json"},
                          600s);
-  std::printf("%s", o.out.c_str());
+  std::printf("%s", o.err.c_str());
   EXPECT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("ranks 8"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("wrong values: 0 OK"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("workload[0] allreduce (gloo, tcp): ok"), std::string::npos) << o;
-  if (torch) {
-    EXPECT_NE(o.out.find("torch.distributed all_reduce across 8 hosts: correct"), std::string::npos)
+  const Json j = valid_json("run", o);
+  EXPECT_EQ(j["up"].value("hosts", 0), 8) << o;  // one rank per host
+  // Every step passed, and rank 0's results were merged: each size checked, none wrong.
+  int steps = 0, results = 0;
+  for (const Json& r : j.value("records", Json::array())) {
+    const std::string type = r.value("type", "");
+    if (type == "step") {
+      ++steps;
+      EXPECT_TRUE(r.value("ok", false)) << r.dump();
+    }
+    if (type == "result") {
+      ++results;
+      EXPECT_EQ(r.value("wrong", -1), 0) << r.dump();
+      EXPECT_GT(r.value("busbw_gbps", 0.0), 0) << r.dump();
+    }
+  }
+  EXPECT_EQ(steps, torch ? 2 : 1) << o;
+  EXPECT_EQ(results, 2) << o;  // 64K and 1M
+  if (torch) {                 // the program's own words: torch checked every element itself
+    EXPECT_NE(o.err.find("torch.distributed all_reduce across 8 hosts: correct"), std::string::npos)
         << o;
   }
-  // The merged report holds rank 0's results and every direction's counters.
-  const std::string report = read_text(state_ + "/shared/report-" + lab + "/report.jsonl");
-  EXPECT_NE(report.find("\"busbw_gbps\""), std::string::npos) << report.substr(0, 2000);
   expect_nothing_left(lab);
   if (!torch) GTEST_SKIP() << "python3-torch is not installed: the Gloo half ran";
 }

@@ -3,7 +3,10 @@
 doctor, up, status (the list, the lab, one node), exec --all, predict, graph (of the lab and of
 its scenario file), perf (ucx_perftest), host crash/restart, link set/down/up, down (also of a
 lab that is not there), run (and its report.jsonl's records). Prints each command and its
-verdict; exits 1 on the first output that does not validate, 77 (ctest's skip) when not root."""
+verdict; exits 1 on the first output that does not validate, 77 (ctest's skip) when not root.
+
+check_json.py --validate COMMAND FILE: FILE (one command's --json output, e.g. of a lab across
+machines in the cluster lane) against docs/schema/COMMAND.schema.json; exit 1 when it does not."""
 import glob
 import json
 import os
@@ -143,5 +146,16 @@ def main():
     return 0
 
 
+def validate_file(command, path):
+    with open(path) as f:
+        doc = json.load(f)
+    errors = list(validator(command).iter_errors(doc))
+    for e in errors:
+        print(f"{command}: {list(e.path)}: {e.message}")
+    return 1 if errors else 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--validate":
+        sys.exit(validate_file(sys.argv[2], sys.argv[3]))
     sys.exit(main())

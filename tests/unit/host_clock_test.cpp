@@ -1,7 +1,7 @@
 // Programs' clocks and /tmp in hosts, without a kernel: the environment `clock: fabric` gives,
 // where its libraries are looked for, which hosts get a private /tmp, and the check that names
 // it when a command's file is in the machine's /tmp only.
-#include "runtime/host_clock.h"
+#include "util/host_clock.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

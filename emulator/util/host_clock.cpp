@@ -1,5 +1,5 @@
 // Finding libfaketime and fabemu's clockwait library, and the environment that preloads them.
-#include "runtime/host_clock.h"
+#include "util/host_clock.h"
 
 #include <cstdio>
 
