@@ -161,7 +161,11 @@ std::vector<Json> report_records(const LabModel& m, const RunReport& r) {
           {"start_s", s.start_s},
           {"seconds", s.seconds},
           {"wall_start_s", s.wall_start_s},
-          {"wall_seconds", s.wall_seconds}});
+          {"wall_seconds", s.wall_seconds},
+          {"library", s.library},
+          {"transport", s.transport},
+          {"note", s.note},
+          {"receiver_bps", or_null(s.receiver_bps.has_value(), s.receiver_bps.value_or(0))}});
     for (const SizeResult& res : s.results)
       line({{"type", "result"},
             {"step", i},
@@ -172,7 +176,11 @@ std::vector<Json> report_records(const LabModel& m, const RunReport& r) {
             {"busbw_gbps", res.busbw_gbps},
             {"wrong", res.wrong},
             {"pred_busbw_gbps", or_null(res.pred_busbw_gbps >= 0, res.pred_busbw_gbps)},
-            {"rank_time_us", res.rank_time_us}});
+            {"rank_time_us", res.rank_time_us},
+            {"library", res.library},
+            {"transport", res.transport},
+            {"ranks", res.ranks},
+            {"time_scale", res.time_scale}});
     for (const FlowResult& f : s.flows)
       line({{"type", "flow"},
             {"step", i},

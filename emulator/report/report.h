@@ -27,6 +27,9 @@ struct StepReport {
   std::vector<SizeResult> results;
   std::vector<FlowResult> flows;  // incast steps
   std::string note;  // about the results (far below the prediction: the machine set the speed)
+  std::optional<double> receiver_bps;  // incast steps: StepResult::receiver_bps
+  // A collective step's library and transport as this lab ran them ("auto" resolved).
+  std::string library, transport;
 };
 
 struct ExpectResult {

@@ -475,8 +475,8 @@ std::string flow_table(const LabModel& m, const IncastStep& s, const IncastPlan&
 
 // The step's note: the flows against their fair shares, or the receiver against its link; rxe's
 // view; the QPs that stalled.
-std::string step_note(const LabModel& m, const LabPaths& paths, const IncastStep& s,
-                      const IncastPlan& plan, const StepResult& r, const RxeBefore& rxe,
+std::string step_note(const LabPaths& paths, const IncastStep& s, const IncastPlan& plan,
+                      const StepResult& r, const RxeBefore& rxe,
                       const std::vector<std::string>& stalled, double rdma_limit_s) {
   std::string note;
   if (plan.traffic) {
@@ -485,7 +485,7 @@ std::string step_note(const LabModel& m, const LabPaths& paths, const IncastStep
     note = "all flows: " + format_rate_short(sum) + " of their fair shares' " +
            format_rate_short(fair) + " (" + ratio(sum, fair) + ")";
   } else {
-    const double total = receiver_total(plan.pairs, m.time_scale.factor);
+    const double total = r.receiver_bps.value_or(0);
     const double link = double(plan.recv_rate);
     note = "receiver " + s.receiver + ": " + format_rate_short(total) +
            (plan.recv_rate
@@ -551,7 +551,8 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   for (const FlowResult& f : r.flows)
     if (!f.failure.empty()) r.failure += (r.failure.empty() ? "" : "; ") + f.failure;
   r.ok = r.failure.empty();
-  r.note = step_note(m, paths, s, plan, r, rxe, stalled, rdma_limit_s);
+  if (!plan.traffic) r.receiver_bps = receiver_total(plan.pairs, ts.factor);
+  r.note = step_note(paths, s, plan, r, rxe, stalled, rdma_limit_s);
   r.table = flow_table(m, s, plan, r);
   return r;
 }

@@ -166,6 +166,10 @@ std::vector<SizeResult> read_benchmark_results(const std::string& text) {
       if (n.contains("pred_time_us") && n["pred_time_us"].is_number())
         r.pred_time_us = n["pred_time_us"].get<double>();
       if (n.contains("rank_time_us")) r.rank_time_us = n["rank_time_us"].get<std::vector<double>>();
+      r.library = n.value("library", "");
+      r.transport = n.value("transport", "");
+      r.ranks = n.value("ranks", 0);
+      r.time_scale = n.value("time_scale", 1.0);
       out.push_back(std::move(r));
     } catch (const Json::exception&) {
       // A result line without its fields is not one this version wrote: skipped.

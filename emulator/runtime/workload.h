@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ struct SizeResult {
   double pred_time_us = -1;
   uint64_t wrong = 0;
   std::vector<double> rank_time_us;
+  // How the benchmark ran, as it says itself: "gloo"/"mpi", "tcp"/"ibverbs", its ranks, and
+  // the time scale it divided its wall-clock figures by.
+  std::string library, transport;
+  int ranks = 0;
+  double time_scale = 1;
   // busbw over the prediction; 0 without one.
   double ratio() const { return pred_busbw_gbps > 0 ? busbw_gbps / pred_busbw_gbps : 0; }
 };
@@ -61,6 +67,9 @@ struct StepResult {
   std::string note;               // something the numbers say that users should know
   std::vector<FlowResult> flows;  // incast steps
   std::string table;              // incast steps: the flows as a table for the terminal
+  // An incast step's receiver: what arrived in all over the time any flow was arriving (the
+  // real fabric's bit/s); unset for other steps.
+  std::optional<double> receiver_bps;
 };
 
 // A note when a collective's busbw fell far below the model's prediction (`ratio` fields of

@@ -45,8 +45,11 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
     StepReport s{r.title, r.ok, r.failure, t.real_s(start), t.real_s(r.seconds), start, r.seconds,
                  {},      {},   {},        r.note};
     s.flows = r.flows;
+    s.receiver_bps = r.receiver_bps;
     if (const auto* c = std::get_if<CollectiveStep>(&m.scenario.workload[i].step)) {
       s.collective = c->collective;
+      s.library = c->library;
+      s.transport = resolve_transport(c->transport, m.rdma.rxe);
       if (auto text = read_file(r.json_lines)) s.results = read_benchmark_results(*text);
     }
     observer.step_done(m, s, r.table);
