@@ -80,6 +80,13 @@ Result<void> ask_machine(const UpRequest& req, const LabPaths& base, Observer& o
   return {};
 }
 
+// The routes a BGP lab's routers converge to (up waits for them): their planned FIBs' sizes.
+size_t planned_bgp_routes(const LabModel& m) {
+  size_t routes = 0;
+  for (const BgpRouter& r : m.bgp) routes += r.fib.size();
+  return routes;
+}
+
 }  // namespace
 
 Result<Prepared> prepare(const UpRequest& req, const LabPaths& base, Observer& observer,
@@ -181,8 +188,7 @@ std::vector<std::string> up_notes(const Scenario& s, const UpResult& up) {
     for (const auto& [phase, secs] : up.phase_seconds)
       if (phase == "bgp" || phase == "converge") converge += secs;
     const auto& bfd = s.fabric.bfd;
-    size_t routes = 0;
-    for (const BgpRouter& r : up.model.bgp) routes += r.fib.size();
+    const size_t routes = planned_bgp_routes(up.model);
     out.push_back("routing: eBGP (FRR) on " + std::to_string(up.plan.bgp_routers) + " switches, " +
                   (bfd ? "BFD every " + format_time_ns(bfd->interval_ns) + " x " +
                              std::to_string(bfd->multiplier)
@@ -205,6 +211,11 @@ Json UpOutcome::to_json() const {
   Json phases = Json::array();
   for (const auto& [phase, secs] : up.phase_seconds)
     phases.push_back({{"phase", phase}, {"seconds", secs}});
+  // BGP: the BFD its sessions run.
+  const auto& bfd = m.scenario.fabric.bfd;
+  const Json bfd_json = up.plan.bgp_routers && bfd ? Json{{"interval_ns", bfd->interval_ns},
+                                                          {"multiplier", bfd->multiplier}}
+                                                   : Json(nullptr);
   Json j = {{"schema", kSchemaVersion},
             {"command", "up"},
             {"lab", lab},
@@ -220,6 +231,8 @@ Json UpOutcome::to_json() const {
             {"shaped_ports", up.plan.shaped_ports},
             {"ovs_bridges", up.plan.ovs_bridges},
             {"bgp_routers", up.plan.bgp_routers},
+            {"bgp_routes", planned_bgp_routes(m)},
+            {"bfd", bfd_json},
             {"rxe_devices", up.plan.rxe_devices},
             {"phases", phases},
             {"notes", notes}};
