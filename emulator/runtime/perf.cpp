@@ -91,6 +91,7 @@ Result<PerfSetup> plan_perf(const LabModel& model, const LabPaths& paths, const 
           r.tool, "-d", paths.rxe_name(host),   "-x", "1",
           "-F",   "-p", std::to_string(s.port), "-u", std::to_string(timeout_exp)};
     };
+    s.rc_timeout_exp = timeout_exp;
     server_argv = side(r.server);
     client_argv = side(r.client);
     server_argv.insert(server_argv.end(), r.extra.begin(), r.extra.end());

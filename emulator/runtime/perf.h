@@ -2,6 +2,7 @@
 // server started first and the client run against the server's fabric address once it listens.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct PerfSetup {
   std::string over;  // "fabemu-demo-h1 / fabemu-demo-h2", "TCP (UCX_TLS=tcp; ...)"
   // For a dilated lab: how to read the tool's (wall-clock) figures as the real fabric's.
   std::string dilation_note;
+  // perftest: its RC retransmission timeout exponent (-u: 4.096 us x 2^u), raised with a
+  // dilated lab's factor; unset for ucx_perftest.
+  std::optional<int> rc_timeout_exp;
 };
 Result<PerfSetup> plan_perf(const LabModel& model, const LabPaths& paths, const PerfRequest& r);
 

@@ -62,6 +62,7 @@ Json PerfResult::to_json() const {
           {"client_address", setup.client_address},
           {"over", setup.over},
           {"time_scale", time_scale.factor},
+          {"rc_timeout_exp", setup.rc_timeout_exp ? Json(*setup.rc_timeout_exp) : Json(nullptr)},
           {"ok", outcome.ok},
           {"failure", outcome.failure},
           {"rows", rows},
