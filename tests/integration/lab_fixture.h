@@ -150,6 +150,10 @@ class LabGuard {
   Outcome up(const std::string& scenario) const {
     return fabemu({"up", scenario, "--lab", name_, "--accept-degraded"});
   }
+  // The same, its result as JSON on stdout (docs/schema/up.schema.json).
+  Outcome up_json(const std::string& scenario) const {
+    return fabemu({"up", scenario, "--lab", name_, "--accept-degraded", "--json"});
+  }
   Outcome down() const { return fabemu({"down", name_}, 90s); }
   Outcome exec(const std::string& node, const Argv& command) const {
     Argv args = {"exec", name_ + ":" + node, "--"};
@@ -401,10 +405,61 @@ inline std::vector<nlohmann::json> report_records(const std::string& report_dir,
   return out;
 }
 
-// Step `index` passed, and (a collective) every size it ran came out right.
-inline ::testing::AssertionResult step_ok_and_correct(const std::string& report_dir, int index) {
+// A command's `--json` object (docs/json.md) from its stdout; a discarded value when there is
+// none (a refusal prints nothing there).
+inline nlohmann::json json_of(const Outcome& o) {
+  return nlohmann::json::parse(o.out, nullptr, false);
+}
+
+// A run's report.jsonl as `run --json` holds it: {"records": [...]}, telemetry samples included.
+inline nlohmann::json report_json(const std::string& report_dir) {
+  nlohmann::json records = nlohmann::json::array();
+  std::ifstream lines(report_dir + "/report.jsonl");
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object()) records.push_back(std::move(j));
+  }
+  return {{"records", records}};
+}
+
+// The records of one type of `run --json` (or report_json), in order.
+inline std::vector<nlohmann::json> records_of(const nlohmann::json& run, const std::string& type) {
+  std::vector<nlohmann::json> out;
+  if (!run.is_object() || !run.contains("records")) return out;
+  for (const nlohmann::json& j : run["records"])
+    if (j.is_object() && j.value("type", "") == type) out.push_back(j);
+  return out;
+}
+
+// The fault timeline's step named `what` ("leaf1:spine1 down (flap 1/6)"); null when the run
+// has none.
+inline nlohmann::json fault_record(const nlohmann::json& run, const std::string& what) {
+  for (const nlohmann::json& f : records_of(run, "fault"))
+    if (f.value("what", "") == what) return f;
+  return nullptr;
+}
+
+// The expectation whose `what` starts with `rule` ("max_drops 0"); null when there is none.
+inline nlohmann::json expect_record(const nlohmann::json& run, const std::string& rule) {
+  for (const nlohmann::json& e : records_of(run, "expect"))
+    if (e.value("what", "").starts_with(rule)) return e;
+  return nullptr;
+}
+
+// The results (one per size) of collective step `index`.
+inline std::vector<nlohmann::json> step_results(const nlohmann::json& run, int index) {
+  std::vector<nlohmann::json> out;
+  for (const nlohmann::json& r : records_of(run, "result"))
+    if (r.value("step", -1) == index) out.push_back(r);
+  return out;
+}
+
+// Step `index` passed, and (a collective) every size it ran came out right; at least
+// `min_sizes` sizes ran (a collective's verdict is about its results only when it has some).
+inline ::testing::AssertionResult step_ok_and_correct(const nlohmann::json& run, int index,
+                                                      size_t min_sizes = 0) {
   bool found = false;
-  for (const nlohmann::json& s : report_records(report_dir, "step"))
+  for (const nlohmann::json& s : records_of(run, "step"))
     if (s.value("index", -1) == index) {
       found = true;
       if (!s.value("ok", false))
@@ -412,15 +467,42 @@ inline ::testing::AssertionResult step_ok_and_correct(const std::string& report_
                << "step " << index << " failed: " << s.value("failure", std::string());
     }
   if (!found) return ::testing::AssertionFailure() << "no step " << index << " in the report";
-  int sizes = 0;
-  for (const nlohmann::json& r : report_records(report_dir, "result"))
-    if (r.value("step", -1) == index) {
-      ++sizes;
-      if (r.value("wrong", 1) != 0)
-        return ::testing::AssertionFailure() << "step " << index << ": " << r.value("wrong", 1)
-                                             << " wrong values at size " << r.value("size", 0);
-    }
-  return ::testing::AssertionSuccess() << sizes << " sizes right";
+  const std::vector<nlohmann::json> results = step_results(run, index);
+  if (results.size() < min_sizes)
+    return ::testing::AssertionFailure()
+           << "step " << index << ": " << results.size() << " sizes, expected " << min_sizes;
+  for (const nlohmann::json& r : results)
+    if (r.value("wrong", 1) != 0)
+      return ::testing::AssertionFailure() << "step " << index << ": " << r.value("wrong", 1)
+                                           << " wrong values at size " << r.value("size", 0);
+  return ::testing::AssertionSuccess() << results.size() << " sizes right";
+}
+
+inline ::testing::AssertionResult step_ok_and_correct(const std::string& report_dir, int index,
+                                                      size_t min_sizes = 0) {
+  return step_ok_and_correct(report_json(report_dir), index, min_sizes);
+}
+
+// How each direction's counters grew over the run, from the first telemetry sample to the last
+// (a counter that went back counts 0), by direction name ("spine1>leaf1"): what the run's link
+// tables (busiest, dropping, PFC pauses) are drawn from.
+inline std::map<std::string, nlohmann::json> counter_growth(const nlohmann::json& run) {
+  std::map<std::string, nlohmann::json> out;
+  const std::vector<nlohmann::json> samples = records_of(run, "sample");
+  if (samples.size() < 2) return out;
+  std::map<std::string, nlohmann::json> first;
+  for (const nlohmann::json& d : samples.front()["directions"]) first[d["name"]] = d;
+  for (const nlohmann::json& d : samples.back()["directions"]) {
+    nlohmann::json g = nlohmann::json::object();
+    const nlohmann::json& f = first[d["name"]];
+    for (const auto& [key, value] : d.items())
+      if (value.is_number_unsigned()) {
+        const uint64_t from = f.is_object() ? f.value(key, uint64_t{0}) : 0;
+        g[key] = value.get<uint64_t>() >= from ? value.get<uint64_t>() - from : 0;
+      }
+    out[d["name"]] = g;
+  }
+  return out;
 }
 
 }  // namespace fabemu::itest
