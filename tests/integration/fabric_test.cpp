@@ -221,14 +221,18 @@ TEST_F(FabricTest, RunReportsFullReachabilityAndACorrectAllreduceAndLeavesNothin
   Outcome o =
       fabemu({"run", kDefaultScenario, "--lab", name, "--accept-degraded", "--report", dir}, 240s);
   EXPECT_EQ(o.status, 0) << o;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"(reachability: (\d+)/(\d+))"))) << o;
-  EXPECT_EQ(m[1].str(), m[2].str()) << o;
-  EXPECT_GT(std::stoi(m[2].str()), 0) << o;
-  EXPECT_NE(o.out.find("collective allreduce  library gloo  transport tcp  ranks 8"),
-            std::string::npos)
-      << o;
-  EXPECT_TRUE(step_ok_and_correct(dir, 0)) << o;
+  const nlohmann::json records = report_json(dir);
+  const std::vector<nlohmann::json> header = records_of(records, "run");
+  ASSERT_EQ(header.size(), 1u) << o;
+  EXPECT_EQ(header[0]["reachable_pairs"], header[0]["pairs"]) << header[0];
+  EXPECT_GT(header[0]["pairs"].get<int>(), 0) << header[0];
+  EXPECT_TRUE(step_ok_and_correct(records, 0, 1)) << o;
+  for (const nlohmann::json& r : step_results(records, 0)) {
+    EXPECT_EQ(r["collective"], "allreduce") << r;
+    EXPECT_EQ(r["library"], "gloo") << r;
+    EXPECT_EQ(r["transport"], "tcp") << r;
+    EXPECT_EQ(r["ranks"], 8) << r;
+  }
   EXPECT_EQ(Snapshot::take(name), before);
 }
 

@@ -3,8 +3,6 @@
 // verdict that names the host or the timeout.
 #include <gtest/gtest.h>
 
-#include <regex>
-
 #include "doctor/rxe_support.h"
 #include "lab_fixture.h"
 
@@ -20,7 +18,7 @@ rdma: {enabled: off}
 Outcome run_scenario(const std::string& lab, const std::string& workload,
                      std::chrono::milliseconds timeout = 240s) {
   TempScenario s("name: w" + std::string(kFabric) + "workload:\n" + workload);
-  return fabemu({"run", s.path(), "--lab", lab, "--accept-degraded"}, timeout);
+  return fabemu({"run", s.path(), "--lab", lab, "--accept-degraded", "--json"}, timeout);
 }
 
 class WorkloadTest : public ::testing::Test {
@@ -39,10 +37,17 @@ TEST_F(WorkloadTest, MpiAllreduceAcrossEightHostsIsCorrect) {
   - {collective: allreduce, library: mpi, transport: tcp, sizes: [4K, 256K], iterations: 3}
 )");
   EXPECT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("library mpi"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("ranks 8"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("wrong values: 0 OK"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("workload[0] allreduce (mpi, tcp): ok"), std::string::npos) << o;
+  const nlohmann::json run = json_of(o);
+  EXPECT_TRUE(step_ok_and_correct(run, 0, 2)) << o;
+  // The step ran MPI over TCP, and the benchmark under it had a rank in each of the 8 hosts.
+  const std::vector<nlohmann::json> steps = records_of(run, "step");
+  ASSERT_EQ(steps.size(), 1u) << o;
+  EXPECT_EQ(steps[0]["library"], "mpi") << steps[0];
+  EXPECT_EQ(steps[0]["transport"], "tcp") << steps[0];
+  for (const nlohmann::json& r : step_results(run, 0)) {
+    EXPECT_EQ(r["library"], "mpi") << r;
+    EXPECT_EQ(r["ranks"], 8) << r;
+  }
   // mpirun's daemons went with the lab.
   EXPECT_EQ(Snapshot::take(name), before);
 }
@@ -55,18 +60,18 @@ TEST_F(WorkloadTest, EveryGlooCollectiveIsCorrect) {
     steps += std::string("  - {collective: ") + c + ", sizes: [8K, 512K], iterations: 2}\n";
   Outcome o = run_scenario(name, steps);
   EXPECT_EQ(o.status, 0) << o;
+  const nlohmann::json run = json_of(o);
   int i = 0;
   for (const char* c : {"allgather", "reducescatter", "alltoall", "broadcast"}) {
-    EXPECT_NE(o.out.find("collective " + std::string(c) + " "), std::string::npos) << c << o;
-    EXPECT_NE(o.out.find("workload[" + std::to_string(i++) + "] " + c + " (gloo, tcp): ok"),
-              std::string::npos)
-        << o;
+    EXPECT_TRUE(step_ok_and_correct(run, i, 2)) << c << o;
+    for (const nlohmann::json& r : step_results(run, i)) {
+      EXPECT_EQ(r["collective"], c) << r;
+      EXPECT_EQ(r["library"], "gloo") << r;
+      EXPECT_EQ(r["transport"], "tcp") << r;
+    }
+    ++i;
   }
-  std::regex ok("wrong values: 0 OK");
-  EXPECT_EQ(
-      std::distance(std::sregex_iterator(o.out.begin(), o.out.end(), ok), std::sregex_iterator()),
-      4)
-      << o;
+  EXPECT_EQ(records_of(run, "step").size(), 4u) << o;
 }
 
 TEST_F(WorkloadTest, TorchExampleFinishesWithTheRightSum) {
@@ -94,11 +99,15 @@ TEST_F(WorkloadTest, FailingAndHangingStepsEndInAVerdict) {
 )");
   EXPECT_LT(Clock::now() - start, 60s) << o;
   EXPECT_EQ(o.status, 1) << o;
-  EXPECT_NE(o.out.find("workload[0] exec sh -c exit 7: FAILED after"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("h3 exited with 7"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("workload[1] exec sleep 600: FAILED after"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("timed out after 2 s"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("workload[2] exec true: ok"), std::string::npos) << o;
+  // Each verdict says why: the host and its exit status, or the timeout.
+  const std::vector<nlohmann::json> steps = records_of(json_of(o), "step");
+  ASSERT_EQ(steps.size(), 3u) << o;
+  EXPECT_FALSE(steps[0]["ok"]) << steps[0];
+  EXPECT_EQ(steps[0]["failure"], "h3 exited with 7") << steps[0];
+  EXPECT_FALSE(steps[1]["ok"]) << steps[1];
+  EXPECT_TRUE(steps[1]["failure"].get<std::string>().starts_with("timed out after 2 s"))
+      << steps[1];
+  EXPECT_TRUE(steps[2]["ok"]) << steps[2];
   EXPECT_EQ(Snapshot::take(name), before);
 }
 
@@ -125,11 +134,18 @@ TEST_F(WorkloadTest, GlooIbverbsAllreduceOverRxeIsCorrect) {
   - {collective: allreduce, library: gloo, transport: auto, sizes: [4K, 256K], iterations: 3}
   - {collective: allgather, library: gloo, transport: ibverbs, sizes: [64K], iterations: 2}
 )");
-  Outcome o = fabemu({"run", s.path(), "--lab", name}, 280s);
+  Outcome o = fabemu({"run", s.path(), "--lab", name, "--json"}, 280s);
   EXPECT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("library gloo  transport ibverbs  ranks 4"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("workload[0] allreduce (gloo, ibverbs): ok"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("workload[1] allgather (gloo, ibverbs): ok"), std::string::npos) << o;
+  const nlohmann::json run = json_of(o);
+  // transport: auto picked ibverbs in a lab with rxe; both steps ran over it, 4 ranks.
+  for (int step : {0, 1}) {
+    EXPECT_TRUE(step_ok_and_correct(run, step, 1)) << o;
+    for (const nlohmann::json& r : step_results(run, step)) {
+      EXPECT_EQ(r["library"], "gloo") << r;
+      EXPECT_EQ(r["transport"], "ibverbs") << r;
+      EXPECT_EQ(r["ranks"], 4) << r;
+    }
+  }
 }
 
 // MPI over UCX on rxe is not tested: with Debian's UCX 1.13 the ranks find no rc/ud resources
