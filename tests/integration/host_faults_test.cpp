@@ -21,15 +21,26 @@ const std::string kSmall =
 
 class HostFaultTest : public LabTest {
  protected:
+  // `fabemu run`: what the lab's programs print is on stdout; fabemu's results are in report_
+  // (report.jsonl's records).
   Outcome run(const std::string& text, const std::string& lab) {
     TempScenario sc(text);
     char dir[] = "/tmp/fabemu-hostfault-XXXXXX";
     if (!::mkdtemp(dir)) return {};
     Outcome o = fabemu({"run", sc.path(), "--lab", lab, "--report", dir, "-q"}, 180s);
+    report_ = report_json(dir);
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     return o;
   }
+  // The fault step named `what` was applied.
+  ::testing::AssertionResult played(const std::string& what) const {
+    const nlohmann::json f = fault_record(report_, what);
+    if (!f.is_object()) return ::testing::AssertionFailure() << "no fault step " << what;
+    if (!f["done"].get<bool>()) return ::testing::AssertionFailure() << "not played: " << f;
+    return ::testing::AssertionSuccess() << f;
+  }
+  nlohmann::json report_;
 };
 
 TEST_F(HostFaultTest, ACrashKillsTheHostsProcessesAndCutsItOffUntilItRestarts) {
@@ -43,9 +54,13 @@ TEST_F(HostFaultTest, ACrashKillsTheHostsProcessesAndCutsItOffUntilItRestarts) {
   std::this_thread::sleep_for(500ms);
   ASSERT_EQ(fabemu({"exec", lab + ":h1", "--", "ping", "-c1", "-W2", "h3"}).status, 0);
 
-  Outcome crash = fabemu({"host", "crash", lab, "h3"});
+  Outcome crash = fabemu({"host", "crash", lab, "h3", "--json"});
   ASSERT_EQ(crash.status, 0) << crash;
-  EXPECT_NE(crash.out.find("links down"), std::string::npos) << crash;
+  const nlohmann::json crashed = json_of(crash);
+  EXPECT_EQ(crashed["action"], "crash") << crash;
+  EXPECT_EQ(crashed["host"], "h3") << crash;
+  // Its one link went down with it ("killed N processes, 1 links down").
+  EXPECT_TRUE(crashed["detail"].get<std::string>().ends_with(", 1 links down")) << crash;
   // sleep died of SIGKILL (and so did the exec that waited for it).
   const auto status = wait_for(sleeper, 10s);
   ASSERT_TRUE(status) << "h3's process outlived the crash";
@@ -74,9 +89,11 @@ TEST_F(HostFaultTest, AFrozenHostsClockStandsStillAndDownThawsIt) {
                       "faults:\n  - {at: 1s, host: h3, freeze: 1s}\n",
                   lab);
   ASSERT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("h3 frozen for 1s"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("every task stopped (cgroup freezer)"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("h3 thawed"), std::string::npos) << o;
+  // Frozen (every task stopped: a freeze that could not is not done) at 1 s, thawed at 2 s.
+  EXPECT_TRUE(played("h3 frozen for 1s")) << o;
+  EXPECT_TRUE(played("h3 thawed")) << o;
+  EXPECT_NEAR(fault_record(report_, "h3 frozen for 1s").value("due_s", 0.0), 1.0, 1e-9);
+  EXPECT_NEAR(fault_record(report_, "h3 thawed").value("due_s", 0.0), 2.0, 1e-9);
   double last = 0, longest = 0;
   std::istringstream lines(o.out);
   for (std::string line; std::getline(lines, line);) {
@@ -121,7 +138,8 @@ TEST_F(HostFaultTest, APartitionCutsTheGroupsApartButNotWithinAndHeals) {
                       "faults:\n  - {at: 500ms, partition: [[h1, h4], [h2, h3]], for: 4s}\n",
                   lab);
   ASSERT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("partition h1,h4 | h2,h3"), std::string::npos) << o;
+  EXPECT_TRUE(played("partition h1,h4 | h2,h3")) << o;
+  EXPECT_TRUE(played("partition healed")) << o;
   EXPECT_NE(o.out.find("[h1] CROSS_CUT"), std::string::npos) << o;  // h3: other group
   EXPECT_NE(o.out.find("[h1] SAME_OK"), std::string::npos) << o;    // h4: same group
   EXPECT_NE(o.out.find("[h1] LOCAL_CUT"), std::string::npos) << o;  // h2: same leaf, cut
@@ -143,7 +161,9 @@ TEST_F(HostFaultTest, ANicDownCutsItsHostUntilItComesBack) {
   EXPECT_NE(down, std::string::npos) << o;
   EXPECT_NE(up, std::string::npos) << o;
   EXPECT_LT(down, up) << o;
-  EXPECT_NE(o.out.find("eth0's link h3:leaf2 down"), std::string::npos) << o;
+  // The NIC's link is the one that went down.
+  EXPECT_TRUE(played("h3 eth0 down")) << o;
+  EXPECT_EQ(fault_record(report_, "h3 eth0 down")["detail"], "eth0's link h3:leaf2 down") << o;
 }
 
 TEST_F(HostFaultTest, OvsSwitchesRouteAnAllreduceAroundAFailedLink) {
@@ -158,9 +178,16 @@ TEST_F(HostFaultTest, OvsSwitchesRouteAnAllreduceAroundAFailedLink) {
           "faults:\n  - {at: 1s, link: \"leaf1:spine1\", down: true}\n",
           lab);
   ASSERT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("rerouted: flows and groups replaced on"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("wrong values: 0 OK"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("workload[0] allreduce (gloo, tcp): ok"), std::string::npos) << o;
+  // The OVS bridges' flows were replaced around the link (not "flows unchanged: ...").
+  EXPECT_TRUE(played("leaf1:spine1 down")) << o;
+  EXPECT_TRUE(fault_record(report_, "leaf1:spine1 down")["detail"].get<std::string>().starts_with(
+      "rerouted: flows and groups replaced on"))
+      << o;
+  EXPECT_TRUE(step_ok_and_correct(report_, 0, 1)) << o;
+  for (const nlohmann::json& r : step_results(report_, 0)) {
+    EXPECT_EQ(r["library"], "gloo") << r;
+    EXPECT_EQ(r["transport"], "tcp") << r;
+  }
 }
 
 // Damage on the wire: every frame of a link sent twice (ping counts the duplicates), then every
@@ -184,7 +211,13 @@ TEST_F(HostFaultTest, CorruptedFramesAreDroppedByTheNextHopAndDuplicatesArrive) 
   EXPECT_NE(bad.out.find("0 received"), std::string::npos) << bad;
   Outcome status = fabemu({"status", lab, "--json"});
   ASSERT_EQ(status.status, 0);
-  EXPECT_NE(status.out.find("\"corrupt\":1.0"), std::string::npos) << status;
+  bool corrupting = false;  // leaf1>spine1's live shape corrupts every frame
+  const nlohmann::json links = json_of(status)["links"];
+  for (const nlohmann::json& l : links)
+    for (const char* d : {"a_to_b", "b_to_a"})
+      if (l.contains(d) && l[d]["direction"] == "leaf1>spine1")
+        corrupting = l[d]["shape"].value("corrupt", 0.0) == 1.0;
+  EXPECT_TRUE(corrupting) << status;
   const std::regex counters(R"re("corrupted":(\d+),"duplicated":(\d+))re");
   uint64_t corrupted = 0, duplicated = 0;
   for (std::sregex_iterator it(status.out.begin(), status.out.end(), counters), end; it != end;
@@ -203,7 +236,7 @@ TEST_F(HostFaultTest, CorruptedFramesAreDroppedByTheNextHopAndDuplicatesArrive) 
                       "0.1 -W1 h3 | grep received'], timeout: 60s}\n"
                       "faults:\n  - {at: 500ms, link: \"leaf1:spine1\", set: {corrupt: 100%}}\n",
                   lab2);
-  EXPECT_NE(o.out.find("leaf1:spine1 set corrupt 100%"), std::string::npos) << o;
+  EXPECT_TRUE(played("leaf1:spine1 set corrupt 100%")) << o;
   EXPECT_NE(o.out.find("[h1] 5 packets transmitted, 0 received"), std::string::npos) << o;
 }
 
