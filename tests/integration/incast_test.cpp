@@ -29,17 +29,29 @@ std::string incast_scenario(const std::string& transport, const std::string& lin
 
 class IncastTest : public LabTest {
  protected:
-  Outcome run(const std::string& scenario, const std::string& lab) {
+  // `fabemu run`; its results (report.jsonl's records, samples included) in report_.
+  Outcome run(const std::string& scenario, const std::string& lab, bool degraded = true) {
     TempScenario sc(scenario);
     char dir[] = "/tmp/fabemu-incast-XXXXXX";
     if (!::mkdtemp(dir)) return {};
-    Outcome o =
-        fabemu({"run", sc.path(), "--lab", lab, "--report", dir, "--accept-degraded"}, 300s);
+    Argv args = {"run", sc.path(), "--lab", lab, "--report", dir};
+    if (degraded) args.push_back("--accept-degraded");
+    Outcome o = fabemu(args, 300s);
+    report_ = report_json(dir);
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     return o;
   }
+  nlohmann::json report_;
 };
+
+// The directions whose lossless class was paused during the run (pause time grew).
+std::set<std::string> paused_directions(const nlohmann::json& report) {
+  std::set<std::string> out;
+  for (const auto& [name, g] : counter_growth(report))
+    if (g.value("pause_ns", uint64_t{0}) > 0) out.insert(name);
+  return out;
+}
 
 TEST_F(IncastTest, EveryFlowIsReportedAndTheReceiversLinkIsFull) {
   if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
@@ -49,52 +61,60 @@ TEST_F(IncastTest, EveryFlowIsReportedAndTheReceiversLinkIsFull) {
       incast_scenario("tcp", "", "  - links: {select: leaf-spine, set: {ecn_threshold: 50K}}\n"),
       lab);
   ASSERT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("links leaf-spine: ecn_threshold 50K: ok"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("note: 6 directions changed"), std::string::npos) << o;
-  for (const char* flow : {"h2 -> h1", "h3 -> h1", "h4 -> h1", "h5 -> h1", "h6 -> h7"})
-    EXPECT_NE(o.out.find(flow), std::string::npos) << flow << "\n" << o;
-  // Four flows share h1's 25 Mbit/s: a quarter each is fair; the victim may take what leaf2's
-  // uplink has left, half of it.
-  EXPECT_NE(o.out.find("6.25 Mbit/s"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("12.5 Mbit/s"), std::string::npos) << o;
-  std::smatch m;
-  const std::regex total(R"(receiver h1: \S+ \S+ of its link's 25 Mbit/s \(([0-9.]+)\))");
-  ASSERT_TRUE(std::regex_search(o.out, m, total)) << o;
-  EXPECT_GT(std::stod(m[1]), 0.8) << "the receiver's link should be nearly full: " << o;
+  const std::vector<nlohmann::json> steps = records_of(report_, "step");
+  ASSERT_EQ(steps.size(), 2u) << o;
+  // The links step: 3 leaf-spine links, both directions each.
+  EXPECT_TRUE(steps[0]["ok"]) << steps[0];
+  EXPECT_EQ(steps[0]["note"], "6 directions changed") << steps[0];
+  // Every flow of the incast step, beside its fair share: four flows share h1's 25 Mbit/s, a
+  // quarter each; the victim may take what leaf2's uplink has left, half of it.
+  std::map<std::string, double> fair;
+  for (const nlohmann::json& f : records_of(report_, "flow"))
+    if (f["step"] == 1)
+      fair[f["from"].get<std::string>() + " -> " + f["to"].get<std::string>()] =
+          f["fair_bps"].is_number() ? f["fair_bps"].get<double>() : 0;
+  EXPECT_EQ(fair.size(), 5u) << o;
+  for (const char* flow : {"h2 -> h1", "h3 -> h1", "h4 -> h1", "h5 -> h1"}) {
+    ASSERT_TRUE(fair.count(flow)) << flow << "\n" << o;
+    EXPECT_NEAR(fair[flow], 6.25e6, 0.01e6) << flow;
+  }
+  ASSERT_TRUE(fair.count("h6 -> h7")) << o;
+  EXPECT_NEAR(fair["h6 -> h7"], 12.5e6, 0.01e6);
+  ASSERT_TRUE(steps[1]["receiver_bps"].is_number()) << steps[1];
+  EXPECT_GT(steps[1]["receiver_bps"].get<double>() / 25e6, 0.8)
+      << "the receiver's link should be nearly full: " << steps[1];
 }
 
 TEST_F(IncastTest, PfcDropsNoFrameOfTheClassAndThePausesReachTheSenders) {
   if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
   const std::string lab = lab_name("ip");
   LabGuard guard(lab);
-  TempScenario sc(incast_scenario("udp", ", queue: 100K, pfc: {xoff: 60K, xon: 40K}", ""));
-  char dir[] = "/tmp/fabemu-incast-XXXXXX";
-  ASSERT_TRUE(::mkdtemp(dir));
-  Outcome o = fabemu({"run", sc.path(), "--lab", lab, "--report", dir}, 300s);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  Outcome o = run(incast_scenario("udp", ", queue: 100K, pfc: {xoff: 60K, xon: 40K}", ""), lab,
+                  /*degraded=*/false);
   if (o.status == 5 && o.err.find("needs the fq qdisc") != std::string::npos)
     GTEST_SKIP() << "no fq on this kernel: PFC is refused (the VM lane runs this)";
   ASSERT_EQ(o.status, 0) << o;
   // The link model dropped no frame of the class anywhere (iperf3's own loss can also count a
   // receiving socket that overflowed on a busy machine, which is not the fabric's).
-  EXPECT_NE(o.out.find("frames of the class dropped where PFC applies: 0)"), std::string::npos)
-      << o;
+  const std::map<std::string, nlohmann::json> growth = counter_growth(report_);
+  ASSERT_FALSE(growth.empty()) << "no telemetry in the report\n" << o;
+  uint64_t lossless_drops = 0;
+  for (const auto& [name, g] : growth) lossless_drops += g.value("lossless_drops", uint64_t{0});
+  EXPECT_EQ(lossless_drops, 0u) << o;
   // The pauses began at h1's leaf (a local sender, the spine) and reached leaf2's uplink and
   // leaf2's senders. Which of two symmetric senders a leaf pauses depends on whose frames fill
   // its buffers first (CI saw h3 and not h2 once).
-  const size_t pauses = o.out.find("PFC pauses of the lossless class");
-  ASSERT_NE(pauses, std::string::npos) << o;
-  EXPECT_NE(o.out.find("spine1>leaf1", pauses), std::string::npos) << "no pause of the spine\n"
-                                                                   << o;
-  EXPECT_TRUE(o.out.find("h2>leaf1", pauses) != std::string::npos ||
-              o.out.find("h3>leaf1", pauses) != std::string::npos)
-      << "no sender on leaf1 was paused\n"
+  const std::set<std::string> paused = paused_directions(report_);
+  std::string list;
+  for (const std::string& d : paused) list += " " + d;
+  EXPECT_TRUE(paused.count("spine1>leaf1")) << "no pause of the spine; paused:" << list << "\n"
+                                            << o;
+  EXPECT_TRUE(paused.count("h2>leaf1") || paused.count("h3>leaf1"))
+      << "no sender on leaf1 was paused; paused:" << list << "\n"
       << o;
   // Which of leaf2's senders leaf2 pauses depends on whose frames fill its buffers first.
-  EXPECT_TRUE(o.out.find("h4>leaf2", pauses) != std::string::npos ||
-              o.out.find("h5>leaf2", pauses) != std::string::npos)
-      << "no sender on leaf2 was paused\n"
+  EXPECT_TRUE(paused.count("h4>leaf2") || paused.count("h5>leaf2"))
+      << "no sender on leaf2 was paused; paused:" << list << "\n"
       << o;
 }
 
@@ -175,6 +195,7 @@ TEST(PfcDeadlockTest, TheRingDeadlocksWithoutTheWatchdogAndRecoversWithIt) {
   Outcome o;
   std::string lab_used;
   std::map<int, double> got, fair, least_stall;
+  std::set<std::string> paused;
   for (int attempt = 1; attempt <= 2; ++attempt) {
     LabGuard lab(lab_name("dl"));
     lab_used = lab.name();
@@ -185,6 +206,7 @@ TEST(PfcDeadlockTest, TheRingDeadlocksWithoutTheWatchdogAndRecoversWithIt) {
                           o.err.find("needs the fq qdisc") != std::string::npos))
       GTEST_SKIP() << "this kernel cannot hold PFC in the queue (the VM lane runs this): " << o.err;
     ASSERT_EQ(o.status, 0) << o;
+    paused = paused_directions(report_json(report));
     // Per step: the flows' goodput over their fair shares, and the shortest stall at the end.
     got.clear(), fair.clear(), least_stall.clear();
     std::string flows;
@@ -210,8 +232,8 @@ TEST(PfcDeadlockTest, TheRingDeadlocksWithoutTheWatchdogAndRecoversWithIt) {
   // With it, the class moves to the end of the test: some flow is still receiving then.
   EXPECT_LT(least_stall[2], 1e-3) << o;
   EXPECT_GT(got[2], 2 * got[0]) << o;
-  // The watchdog dropped frames of the class, and said so.
-  EXPECT_NE(o.out.find("frames of the class dropped where PFC applies"), std::string::npos) << o;
+  // PFC paused the ring's links, and the run's telemetry says where.
+  EXPECT_FALSE(paused.empty()) << o;
   // Down unregistered the lab's qdisc kind: a fresh namespace cannot make one of that kind.
   Outcome kind = run({"unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "handle",
                       "1:", pfc_qdisc_kind(lab_used)});
