@@ -108,15 +108,21 @@ TEST_F(HostsTest, AFileOfTheMachinesTmpIsNamedOnPrivateTmpAndSeenOnSharedTmp) {
   LabGuard b(lab_name("ts"));
   up = b.up(shared.path());
   ASSERT_EQ(up.status, 0) << up;
-  o = fabemu({"exec", b.name(), "--all", "--", "/usr/bin/python3", file});
+  // Each host's output, by host (exec --json).
+  auto outputs = [](const Outcome& o) {
+    std::map<std::string, std::string> by_host;
+    const nlohmann::json j = json_of(o);
+    for (const nlohmann::json& h : j["hosts"]) by_host[h["host"]] = h["output"];
+    return by_host;
+  };
+  o = fabemu({"exec", b.name(), "--all", "--json", "--", "/usr/bin/python3", file});
   EXPECT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("[h1] ran"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("[h2] ran"), std::string::npos) << o;
+  EXPECT_EQ(outputs(o), (std::map<std::string, std::string>{{"h1", "ran\n"}, {"h2", "ran\n"}}))
+      << o;
   // Each host keeps its own name (UTS namespace): what Open MPI's session directories in a
   // shared /tmp are told apart by.
-  o = fabemu({"exec", b.name(), "--all", "--", "hostname"});
-  EXPECT_NE(o.out.find("[h1] h1"), std::string::npos) << o;
-  EXPECT_NE(o.out.find("[h2] h2"), std::string::npos) << o;
+  o = fabemu({"exec", b.name(), "--all", "--json", "--", "hostname"});
+  EXPECT_EQ(outputs(o), (std::map<std::string, std::string>{{"h1", "h1\n"}, {"h2", "h2\n"}})) << o;
 }
 
 }  // namespace

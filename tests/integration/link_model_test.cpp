@@ -113,9 +113,9 @@ TEST_F(LinkModelTest, EveryPortIsShapedCountedAndDownRemovesTheMaps) {
   const Snapshot before = Snapshot::take(name);
   {
     LabGuard lab(name);
-    Outcome up = lab.up(sc.path());
+    Outcome up = lab.up_json(sc.path());
     ASSERT_EQ(up.status, 0) << up;
-    EXPECT_NE(up.out.find("link model on 16 ports"), std::string::npos) << up;
+    EXPECT_EQ(json_of(up)["shaped_ports"], 16) << up;
     ASSERT_EQ(lab.exec("h1", {"/usr/bin/ping", "-c3", "-i0.2", "-W2", "h4"}).status, 0);
     const std::string json = status_json(lab);
     EXPECT_NE(json.find(R"("mode":")" + expected_mode() + "\""), std::string::npos) << json;
@@ -246,9 +246,11 @@ TEST_F(LinkModelTest, LinkSetShapesALinkOfAnUnshapedLab) {
   ASSERT_EQ(lab.up(sc.path()).status, 0);
   EXPECT_FALSE(direction(status_json(lab), "h1>leaf1").shaped);
   ASSERT_EQ(lab.exec("h1", {"/usr/bin/ping", "-c1", "-W2", "h2"}).status, 0);
-  Outcome set = link(lab, {"set", "h1>leaf1", "--loss", "100%"});
+  Outcome set = link(lab, {"set", "h1>leaf1", "--loss", "100%", "--json"});
   ASSERT_EQ(set.status, 0) << set;
-  EXPECT_NE(set.out.find("(link model attached)"), std::string::npos) << set;
+  const nlohmann::json changes = json_of(set)["changes"];
+  ASSERT_EQ(changes.size(), 1u) << set;
+  EXPECT_TRUE(changes[0]["attached_now"]) << set;
   EXPECT_NE(lab.exec("h1", {"/usr/bin/ping", "-c2", "-W1", "h2"}).status, 0);
   DirJson d = direction(status_json(lab), "h1>leaf1");
   EXPECT_TRUE(d.shaped);
@@ -285,9 +287,9 @@ TEST_F(LinkModelTest, OvsSwitchPortsAreShapedCountedAndChangedLive) {
   text.replace(text.find("fabric: {mtu: 1500}"), 19, "fabric: {mtu: 1500, switch: ovs}");
   TempScenario sc(text);
   LabGuard lab(lab_name("lo"));
-  Outcome up = lab.up(sc.path());
+  Outcome up = lab.up_json(sc.path());
   ASSERT_EQ(up.status, 0) << up;
-  EXPECT_NE(up.out.find("link model on 16 ports"), std::string::npos) << up;
+  EXPECT_EQ(json_of(up)["shaped_ports"], 16) << up;
   // Here the excess crosses a bridge before it is dropped (on a router test it is dropped at the
   // sender's own port): rates low enough for the VM lane's emulated CPU, which also runs
   // ovs-vswitchd, to carry twice over.
@@ -330,10 +332,12 @@ TEST_F(LinkModelTest, DelayWithoutFqIsRefusedUnlessAccepted) {
   EXPECT_EQ(o.status, 5) << o;  // unsupported here
   EXPECT_NE(o.err.find("--accept-degraded"), std::string::npos) << o;
   EXPECT_EQ(Snapshot::take(name), before) << "a refused scenario touches nothing";
-  o = lab.up(sc.path());  // with --accept-degraded
+  o = lab.up_json(sc.path());  // with --accept-degraded
   ASSERT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("no delay or jitter is added"), std::string::npos) << o;
-  EXPECT_NE(fabemu({"status", name}).out.find("delay and jitter NOT added"), std::string::npos);
+  // Without fq the link model is htb or the policer: neither adds delay or jitter.
+  const std::string mode = json_of(o)["link_model"];
+  EXPECT_TRUE(mode == "htb" || mode == "policer") << o;
+  EXPECT_EQ(json_of(fabemu({"status", name, "--json"}))["link_model"]["mode"], mode);
 }
 
 }  // namespace
@@ -387,9 +391,12 @@ TEST_F(LinkModelTest, LinkDownReroutesLikeTheFaultTimelineUnlessToldNot) {
   ASSERT_EQ(lab.up(sc.path()).status, 0);
   ASSERT_NE(lab.exec("leaf1", {"ip", "route"}).out.find("nexthop"), std::string::npos)
       << "leaf1's uplinks start as one ECMP group";
-  Outcome down = link(lab, {"down", "leaf1:spine1"});
+  Outcome down = link(lab, {"down", "leaf1:spine1", "--json"});
   ASSERT_EQ(down.status, 0) << down;
-  EXPECT_NE(down.out.find("rerouted:"), std::string::npos) << down;
+  // The routes moved ("rerouted: ...", not "routes unchanged: ...").
+  const nlohmann::json rerouted = json_of(down)["rerouted"];
+  ASSERT_TRUE(rerouted.is_string()) << down;
+  EXPECT_TRUE(rerouted.get<std::string>().starts_with("rerouted:")) << down;
   Outcome r = lab.exec("leaf1", {"ip", "route"});
   EXPECT_EQ(r.out.find("nexthop"), std::string::npos) << "the group still holds spine1\n" << r;
   // 16 TCP flows from h1 to h3 (another leaf): with the routes moved, every one carries.
@@ -409,9 +416,9 @@ TEST_F(LinkModelTest, LinkDownReroutesLikeTheFaultTimelineUnlessToldNot) {
   EXPECT_NE(lab.exec("leaf1", {"ip", "route"}).out.find("nexthop"), std::string::npos)
       << "link up returns the routes";
   // --no-reroute: the link drops everything, the group stays.
-  Outcome silent = link(lab, {"down", "leaf1:spine1", "--no-reroute"});
+  Outcome silent = link(lab, {"down", "leaf1:spine1", "--no-reroute", "--json"});
   ASSERT_EQ(silent.status, 0) << silent;
-  EXPECT_EQ(silent.out.find("rerouted"), std::string::npos) << silent;
+  EXPECT_TRUE(json_of(silent)["rerouted"].is_null()) << silent;
   EXPECT_NE(lab.exec("leaf1", {"ip", "route"}).out.find("nexthop"), std::string::npos);
 }
 

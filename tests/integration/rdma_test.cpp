@@ -87,16 +87,22 @@ TEST_F(RdmaTest, AutoComesUpWithoutRxeAndSaysWhy) {
   SKIP_WITH_RXE();
   TempScenario scenario(leaf_spine_4("auto"));
   LabGuard lab(lab_name("rauto"));
-  Outcome o = lab.up(scenario.path());
+  Outcome o = lab.up_json(scenario.path());
   ASSERT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("rdma: auto: off (" + rxe_here().reason + ")"), std::string::npos) << o;
+  const nlohmann::json up = json_of(o);
+  EXPECT_EQ(up["rxe_devices"], 0) << o;
+  // up says why among its notes: the probe's reason.
+  bool said = false;
+  for (const nlohmann::json& n : up["notes"])
+    said |= n.get<std::string>().find(rxe_here().reason) != std::string::npos;
+  EXPECT_TRUE(said) << o;
   EXPECT_TRUE(lab_devices(lab.name()).empty());
 
-  Outcome status = fabemu({"status", lab.name()});
-  EXPECT_EQ(status.status, 0) << status;
-  EXPECT_NE(status.out.find("rdma: off (" + rxe_here().reason + ")"), std::string::npos) << status;
   Outcome json = fabemu({"status", lab.name(), "--json"});
-  EXPECT_NE(json.out.find("\"rdma\":{\"mode\":\"off\""), std::string::npos) << json;
+  EXPECT_EQ(json.status, 0) << json;
+  const nlohmann::json rdma = json_of(json)["rdma"];
+  EXPECT_EQ(rdma["mode"], "off") << json;
+  EXPECT_EQ(rdma["reason"], rxe_here().reason) << json;
 
   // Ranks are told nothing about RDMA; perftest needs rxe and says so.
   Outcome env = lab.exec("h1", {"/usr/bin/env"});
@@ -118,9 +124,9 @@ TEST_F(RdmaTest, EveryHostGetsItsDeviceAndPerftestCrossesTheFabric) {
   TempScenario scenario(leaf_spine_4("on"));
   {
     LabGuard lab(name);
-    Outcome up = lab.up(scenario.path());
+    Outcome up = lab.up_json(scenario.path());
     ASSERT_EQ(up.status, 0) << up;
-    EXPECT_NE(up.out.find("rdma: rxe on 4 hosts"), std::string::npos) << up;
+    EXPECT_EQ(json_of(up)["rxe_devices"], 4) << up;
 
     // One device per host, named after it, on its NIC, with the NIC's address as GID 1.
     const std::vector<std::string> expected = {name + "-h1", name + "-h2", name + "-h3",
@@ -178,8 +184,11 @@ TEST_F(RdmaTest, EveryHostGetsItsDeviceAndPerftestCrossesTheFabric) {
       EXPECT_GT(counter(host, "sent_pkts"), 0) << host;
       EXPECT_GT(counter(host, "rcvd_pkts"), 0) << host;
     }
-    Outcome text = fabemu({"status", name});
-    EXPECT_NE(text.out.find("rdma: soft-RoCE (rxe) on 4 hosts"), std::string::npos) << text;
+    // status: soft-RoCE on the 4 hosts, each device there.
+    const nlohmann::json rdma = json_of(fabemu({"status", name, "--json"}))["rdma"];
+    EXPECT_EQ(rdma["mode"], "rxe") << rdma;
+    ASSERT_EQ(rdma["devices"].size(), 4u) << rdma;
+    for (const nlohmann::json& d : rdma["devices"]) EXPECT_TRUE(d["present"]) << d;
 
     Outcome down = lab.down();
     EXPECT_EQ(down.status, 0) << down;
@@ -193,9 +202,9 @@ TEST_F(RdmaTest, AutoLabsGetRxeAndRcTrafficCrossesTheFabricOnTheirDevices) {
   const auto pingpong = find_tool("ibv_rc_pingpong");
   if (!pingpong) GTEST_SKIP() << "ibv_rc_pingpong not installed (ibverbs-utils)";
   LabGuard lab(lab_name("rpp"));
-  Outcome up = lab.up(kDefaultScenario);  // rdma: {enabled: auto}
+  Outcome up = lab.up_json(kDefaultScenario);  // rdma: {enabled: auto}
   ASSERT_EQ(up.status, 0) << up;
-  EXPECT_NE(up.out.find("rdma: rxe on 8 hosts"), std::string::npos) << up;
+  EXPECT_EQ(json_of(up)["rxe_devices"], 8) << up;
   const std::string h1 = device_prefix(lab.name()) + "h1", h8 = device_prefix(lab.name()) + "h8";
   Process server = spawn(
       fabemu_argv({"exec", lab.name() + ":h8", "--", *pingpong, "-d", h8, "-g", "1", "-n", "10"}));
