@@ -196,11 +196,23 @@ TEST_F(WorkloadTest, MpirunThroughFabemuRshAsDocumented) {
   Argv program = mpirun;
   const std::string collective =
       std::filesystem::path(kFabemu).parent_path().string() + "/collective/fabemu-collective";
+  // Its results as JSON lines where every host, and this test, sees them: the lab's shared
+  // directory (a host's /tmp is its own).
+  const std::string results = run_dir(lab.name()) + "/shared/rsh-allreduce.jsonl";
   program.insert(program.end(), {collective, "--library", "mpi", "--collective", "allreduce",
-                                 "--sizes", "65536", "--iterations", "2"});
+                                 "--sizes", "65536", "--iterations", "2", "--json-out", results});
   o = lab.exec("h1", program);
   ASSERT_EQ(o.status, 0) << o;
-  EXPECT_NE(o.out.find("wrong values: 0 OK"), std::string::npos) << o;
+  int sizes = 0;
+  std::istringstream lines(read_text(results));
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("type", "") != "result") continue;
+    ++sizes;
+    EXPECT_EQ(j["wrong"], 0) << line;
+    EXPECT_EQ(j["ranks"], 4) << line;
+  }
+  EXPECT_EQ(sizes, 1) << o;
 }
 
 }  // namespace
