@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "plan/plan.h"
-#include "runtime/faults.h"
-#include "runtime/telemetry.h"
-#include "runtime/workload.h"
+#include "results/faults.h"
+#include "results/telemetry.h"
+#include "results/workload.h"
 #include "util/json.h"
 
 namespace fabemu {

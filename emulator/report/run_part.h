@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "report/report.h"
-#include "runtime/reachability.h"
+#include "results/reachability.h"
 
 namespace fabemu {
 

@@ -88,21 +88,6 @@ Result<void> ping_from(const std::string& ns_path, const std::vector<Ipv4>& dsts
 
 }  // namespace
 
-int ReachabilityReport::answered() const {
-  return static_cast<int>(
-      std::count_if(pairs.begin(), pairs.end(), [](const PairResult& p) { return p.answered; }));
-}
-
-double ReachabilityReport::rtt_percentile(double p) const {
-  std::vector<double> v;
-  for (const auto& r : pairs)
-    if (r.answered) v.push_back(r.rtt_us);
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t idx = static_cast<size_t>(p / 100.0 * (v.size() - 1) + 0.5);
-  return v[std::min(idx, v.size() - 1)];
-}
-
 Result<ReachabilityReport> check_reachability(const LabModel& m, const LabPaths& paths,
                                               int max_peers, int timeout_ms) {
   const auto hosts = m.topo.hosts();

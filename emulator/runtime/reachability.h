@@ -5,21 +5,10 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "results/reachability.h"
 #include "util/result.h"
 
 namespace fabemu {
-
-struct PairResult {
-  int src = -1, dst = -1;  // node ids
-  bool answered = false;
-  double rtt_us = 0;
-};
-
-struct ReachabilityReport {
-  std::vector<PairResult> pairs;
-  int answered() const;
-  double rtt_percentile(double p) const;  // over answered pairs, microseconds
-};
 
 // From inside each host's namespace (one thread per host), sends echo requests with a raw
 // ICMP socket to `max_peers` other hosts (all when the lab is small), retrying lost ones.

@@ -9,6 +9,7 @@
 #include "report/report.h"
 #include "report/svg.h"
 #include "runtime/faults.h"
+#include "runtime/telemetry.h"
 #include "util/units.h"
 
 namespace fabemu {
