@@ -1,7 +1,6 @@
 // Probes run in a throwaway network namespace: each one creates the real kernel object.
 #include "doctor/namespace_probes.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
@@ -16,6 +15,8 @@
 #include <optional>
 #include <string>
 
+#include "apply/rtnl.h"
+#include "apply/veth.h"
 #include "doctor/rtnl.h"
 #include "util/files.h"
 #include "util/netlink.h"
@@ -55,10 +56,8 @@ Result<void> unshare_checked(int flag, const char* kind) {
   return ok();
 }
 
-in_addr ipv4(const char* text) {
-  in_addr a{};
-  ::inet_pton(AF_INET, text, &a);
-  return a;
+Ipv4 ipv4(const char* text) {
+  return parse_ipv4(text).value_or(Ipv4{});
 }
 
 class NamespaceProbes {
@@ -67,15 +66,17 @@ class NamespaceProbes {
     if (probe_netns()) {
       probe_uts_ns();
       auto rtnl = NetlinkSocket::open(NETLINK_ROUTE, kReplyTimeout);
-      if (rtnl) {
+      auto links = RtnlSocket::open();  // libnl's, as `up` uses it
+      if (rtnl && links) {
         rtnl_.emplace(std::move(*rtnl));
+        links_.emplace(std::move(*links));
         probe_veth();
         probe_bridge();
         probe_ecmp();
         probe_qdiscs();
         probe_ifb();
       } else {
-        std::string why = "no rtnetlink socket: " + describe(rtnl.error());
+        std::string why = "no rtnetlink socket: " + describe(rtnl ? links.error() : rtnl.error());
         for (const char* id : {"veth", "bridge", "ecmp", "sch_netem", "sch_tbf", "ifb"})
           skip(id, why);
       }
@@ -116,20 +117,26 @@ class NamespaceProbes {
     record("uts_ns", ProbeStatus::Yes, "unshare(CLONE_NEWUTS) and sethostname inside it");
   }
 
+  // A veth pair made and brought up as `up` makes a lab's ports (apply/veth.h, apply/rtnl.h),
+  // both ends in this thread's namespace; their ifindexes.
+  Result<std::pair<int, int>> make_veth(const char* a, const char* b) {
+    UniqueFd ns(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!ns.valid()) return errno_error("opening the probe's namespace");
+    FABEMU_TRY(create_veth_pair(*rtnl_, {ns.get(), a}, {ns.get(), b}, 1500, 0));
+    auto ia = link_index(a);
+    auto ib = link_index(b);
+    if (!ia || !ib) return (ia ? ib : ia).error();
+    FABEMU_TRY(links_->set_up(*ib, b));  // end a comes up with the pair
+    return std::pair{*ia, *ib};
+  }
+
   void probe_veth() {
-    auto r = create_veth(*rtnl_, kPort, kPeer);
-    if (!r) return record("veth", ProbeStatus::No, describe(r.error()));
-    auto a = link_index(kPort);
-    auto b = link_index(kPeer);
-    if (!a || !b) return record("veth", ProbeStatus::No, describe((a ? b : a).error()));
-    for (int index : {*a, *b}) {
-      auto up = set_link_up(*rtnl_, index);
-      if (!up) return record("veth", ProbeStatus::No, describe(up.error()));
-    }
-    port_ = *a;
-    peer_ = *b;
+    auto made = make_veth(kPort, kPeer);
+    if (!made) return record("veth", ProbeStatus::No, describe(made.error()));
+    std::tie(port_, peer_) = *made;
     record("veth", ProbeStatus::Yes,
-           std::string("created veth pair ") + kPort + "/" + kPeer + " and brought it up");
+           std::string("created veth pair ") + kPort + "/" + kPeer +
+               " and brought it up, as `up` makes a lab's ports");
   }
 
   void probe_bridge() {
@@ -151,23 +158,18 @@ class NamespaceProbes {
     const char* names[2][2] = {{"fe-ecmp0a", "fe-ecmp0b"}, {"fe-ecmp1a", "fe-ecmp1b"}};
     const char* locals[2] = {"10.255.0.1", "10.255.1.1"};
     const char* gateways[2] = {"10.255.0.2", "10.255.1.2"};
-    std::vector<Nexthop> hops;
+    std::vector<RtnlSocket::Hop> hops;
     for (int i = 0; i < 2; ++i) {
-      auto made = create_veth(*rtnl_, names[i][0], names[i][1]);
+      auto made = make_veth(names[i][0], names[i][1]);
       if (!made)
         return record("ecmp", ProbeStatus::Unknown, "not tried: " + describe(made.error()));
-      auto a = link_index(names[i][0]);
-      auto b = link_index(names[i][1]);
-      if (!a || !b) return record("ecmp", ProbeStatus::Unknown, describe((a ? b : a).error()));
-      for (int index : {*a, *b}) {
-        auto up = set_link_up(*rtnl_, index);
-        if (!up) return record("ecmp", ProbeStatus::Unknown, describe(up.error()));
-      }
-      auto addr = add_ipv4_address(*rtnl_, *a, ipv4(locals[i]), 30);
+      auto addr = links_->add_address(made->first, Prefix{ipv4(locals[i]), 30}, names[i][0]);
       if (!addr) return record("ecmp", ProbeStatus::Unknown, describe(addr.error()));
-      hops.push_back({ipv4(gateways[i]), *a});
+      hops.push_back({ipv4(gateways[i]), made->first});
     }
-    auto route = add_multipath_route(*rtnl_, ipv4("10.254.0.0"), 24, hops);
+    // As `up` routes a switch's ECMP group (apply/rtnl.h).
+    auto route =
+        links_->add_route(Prefix{ipv4("10.254.0.0"), 24}, hops, std::nullopt, "ecmp probe");
     if (!route) return record("ecmp", ProbeStatus::No, describe(route.error()));
     // Without the L4 hash every flow between two hosts takes one path (RoCEv2 entropy is the
     // UDP source port). The sysctl is per namespace, so this only changes the probe's own.
@@ -225,8 +227,9 @@ class NamespaceProbes {
     record("ifb", ProbeStatus::Yes, "created ifb device fe-ifb0");
   }
 
-  std::optional<NetlinkSocket> rtnl_;
-  int port_ = 0;  // ifindex of kPort once the veth probe made it
+  std::optional<NetlinkSocket> rtnl_;  // raw: what `up` never makes (bridges, ifb, qdiscs)
+  std::optional<RtnlSocket> links_;    // libnl's: addresses and routes, as `up` makes them
+  int port_ = 0;                       // ifindex of kPort once the veth probe made it
   int peer_ = 0;
   std::vector<FeatureProbe> out_;
 };
