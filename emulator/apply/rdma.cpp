@@ -12,10 +12,10 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <functional>
 
+#include "util/cleanup_failure.h"
 #include "util/files.h"
 #include "util/netlink.h"
 #include "util/netns.h"
@@ -275,7 +275,7 @@ RxeLink::~RxeLink() {
   if (name_.empty()) return;
   auto rdma = RdmaNetlink::open();
   auto gone = rdma ? rdma->remove_if_present(name_) : Result<void>(rdma.error());
-  if (!gone) std::fprintf(stderr, "fabemu: %s\n", describe(gone.error()).c_str());
+  if (!gone) report_cleanup_failure(describe(gone.error()));
 }
 
 RdmaDeviceState read_rdma_device(const std::string& name, const std::string& sysfs_class) {

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "util/cleanup_failure.h"
 
 using namespace fabemu;
 
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
   // the words are a remote command line full of options of its own.
   if (argc >= 2 && std::string_view(argv[1]) == "rsh")
     return cli::cmd_rsh(std::vector<std::string>(argv + 2, argv + argc));
+  // What a destructor below could not undo is said here, as every error is.
+  set_cleanup_failure_handler([](const std::string& what) { cli::print_error(what); });
   CLI::App app{
       "fabemu: emulate an AI cluster fabric in the kernel (namespaces, routed Clos, ECMP).\n"
       "Exit codes: 0 ok, 1 failed, 2 bad input, 3 no such lab, 4 needs root, 5 not possible on "

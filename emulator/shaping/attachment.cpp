@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -18,6 +17,7 @@
 
 #include "ebpf/link_shaper.h"
 #include "util/bpf_sys.h"
+#include "util/cleanup_failure.h"
 #include "util/netns.h"
 
 namespace fabemu {
@@ -196,7 +196,7 @@ ShaperAttachment::ShaperAttachment(ShaperAttachment&& o) noexcept
 ShaperAttachment& ShaperAttachment::operator=(ShaperAttachment&& o) noexcept {
   if (this == &o) return *this;
   if (attached_) {
-    if (auto r = detach(); !r) std::fprintf(stderr, "fabemu: %s\n", r.error().what().c_str());
+    if (auto r = detach(); !r) report_cleanup_failure(r.error().what());
   }
   netns_path_ = std::move(o.netns_path_);
   ifname_ = std::move(o.ifname_);
@@ -213,7 +213,7 @@ ShaperAttachment& ShaperAttachment::operator=(ShaperAttachment&& o) noexcept {
 
 ShaperAttachment::~ShaperAttachment() {
   if (!attached_) return;
-  if (auto r = detach(); !r) std::fprintf(stderr, "fabemu: %s\n", r.error().what().c_str());
+  if (auto r = detach(); !r) report_cleanup_failure(r.error().what());
 }
 
 Result<void> ShaperAttachment::detach() {
