@@ -91,10 +91,14 @@ size_t planned_bgp_routes(const LabModel& m) {
 
 Result<Prepared> prepare(const UpRequest& req, const LabPaths& base, Observer& observer,
                          bool model_only) {
-  auto sc = load_scenario_file(req.scenario);
-  if (!sc) return with_failure(sc.error(), Failure::BadInput);
+  // Read once: the lab's copy of the scenario is the text that was checked.
   auto text = read_file(req.scenario);
-  if (!text) return with_failure(text.error(), Failure::BadInput);
+  if (!text)
+    return with_failure(
+        make_error("cannot read scenario file '" + req.scenario + "'", errno_of(text.error())),
+        Failure::BadInput);
+  auto sc = load_scenario_string(*text, req.scenario);
+  if (!sc) return with_failure(sc.error(), Failure::BadInput);
   Prepared p{std::move(*sc), std::move(*text), base};
   p.paths.lab = req.lab.empty() ? p.scenario.name : req.lab;
   if (!is_valid_lab_name(p.paths.lab))
