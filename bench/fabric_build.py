@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+from benchlib import BenchError, json_output
+
 REPO = Path(__file__).resolve().parent.parent
 RUN_ROOT, NETNS_DIR = Path("/run/fabemu"), Path("/run/netns")
 BENCH_LAB = re.compile(r"^b(\d+)-\d+$")  # our lab names: b<pid>-<counter>, <= 12 chars
@@ -26,16 +28,8 @@ MEM_HOSTS = 512  # the fabric whose memory is measured, and the one set beside M
 MEM_FABRIC = f"leaf-spine {MEM_HOSTS}"
 MN_ARGV = ["mn", "--topo", "tree,depth=3,fanout=8", "--switch", "lxbr",
            "--controller", "none", "--test", "none"]
-UP_LINE = re.compile(r"up in ([\d.]+) s: (\d+) hosts, (\d+) switches, (\d+) links"
-                     r"(?:, (\d+) routes)?")
-PHASE_LINE = re.compile(r"^  (\w+) +([\d.]+) s$", re.M)  # `up --timings`: where time goes
-KERNEL_LINE = re.compile(r"kernel done freeing the labs? in ([\d.]+) s")  # `down`'s wait
 CLONE_NEWNET = 0x40000000
 LAB_IDS = itertools.count(1)  # lab names b<pid>-<n>: <= 12 chars for --runs <= 100
-
-
-class BenchError(Exception):
-    """Something broke (fabemu failed or its output changed): stop, after tearing down."""
 
 
 def fabrics(tmp):
@@ -63,10 +57,20 @@ def tail(text, lines=8):
     return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
 
 
-def kernel_seconds(down_stdout):
-    """How long `down` waited for the kernel to free the lab (0 when it did not say)."""
-    m = KERNEL_LINE.search(down_stdout)
-    return float(m.group(1)) if m else 0.0
+def kernel_seconds(down):
+    """How long `down` waited for the kernel to free the lab (0 when it did not wait)."""
+    return float(down["kernel_seconds"] or 0.0)
+
+
+def phases(up):
+    """Where `up` spent its time: seconds by phase, in up's order."""
+    return {p["phase"]: p["seconds"] for p in up["phases"]}
+
+
+def summary(up):
+    """up's counts as its summary line words them (for the --big lines)."""
+    return (f"up in {up['seconds']:.2f} s: {up['hosts']} hosts, {up['switches']} switches, "
+            f"{up['links']} links, {up['routes']} routes")
 
 
 def meminfo(settle=0.5):
@@ -116,34 +120,25 @@ def preflight(fabemu):
         print(f"note: fabemu lab {lab} is up: it shares the kernel and CPUs with this run")
 
 
-def cycle(fabemu, scenario, up_flags, measure_memory=False, down_flags=()):
+def cycle(fabemu, scenario, measure_memory=False, down_flags=()):
     """One `up` and `down` under a fresh lab name; always torn down, on error and Ctrl-C too.
     `down` waits for the kernel to free the lab (unless down_flags has --no-wait) and says
     how long that took: total_wall - kernel_s is up+down without that wait."""
     lab = f"b{os.getpid()}-{next(LAB_IDS)}"
     run, mem_before = {"lab": lab}, meminfo() if measure_memory else None
     try:
-        run["up_wall"], p = timed([fabemu, "up", str(scenario), "--lab", lab, "-q", *up_flags])
-        if p.returncode != 0:
-            raise BenchError(f"fabemu up {lab} exited {p.returncode}:\n{tail(p.stderr + p.stdout)}")
-        m = UP_LINE.search(p.stdout)
-        if not m:
-            raise BenchError(f"cannot parse fabemu up output:\n{tail(p.stdout)}")
-        run.update(up_self=float(m.group(1)), hosts=int(m.group(2)), switches=int(m.group(3)),
-                   links=int(m.group(4)), routes=int(m.group(5) or 0),
-                   netns=pins(lab),
-                   phases={k: float(v) for k, v in PHASE_LINE.findall(p.stdout)})
+        run["up_wall"], p = timed([fabemu, "up", str(scenario), "--lab", lab, "-q", "--json"])
+        up = json_output(p)
+        run.update(up_self=float(up["seconds"]), hosts=up["hosts"], switches=up["switches"],
+                   links=up["links"], routes=up["routes"], netns=pins(lab), phases=phases(up))
         if measure_memory:  # fabemu has exited: all that is left is what the kernel holds
             run["memory_kb"] = mem_delta(mem_before, meminfo())
     finally:
         t0 = time.perf_counter()
-        down_wall, p = timed([fabemu, "down", lab, *down_flags])
-    if p.returncode != 0:
-        raise BenchError(f"fabemu down {lab} exited {p.returncode}:\n{tail(p.stderr + p.stdout)}")
-    m = re.search(r"down in ([\d.]+) s", p.stdout)
-
-    run.update(down_wall=down_wall, down_self=float(m.group(1)) if m else 0.0,
-               kernel_s=kernel_seconds(p.stdout), total_wall=run["up_wall"] + down_wall)
+        down_wall, p = timed([fabemu, "down", lab, "--json", *down_flags])
+    down = json_output(p)
+    run.update(down_wall=down_wall, down_self=float(down["labs"][0]["seconds"]),
+               kernel_s=kernel_seconds(down), total_wall=run["up_wall"] + down_wall)
     if measure_memory:  # `down` may return before the kernel's netns cleanup worker is done
         slab_left = mem_before[0]["Slab"] + run["memory_kb"]["Slab"] / 20
         while meminfo(0.02)[0]["Slab"] > slab_left and time.perf_counter() - t0 < 10:
@@ -254,7 +249,7 @@ def back_to_back(fabemu, scenario, cycles, emit):
     print()
     for how, flags in (("down waits for the kernel", ()), ("down --no-wait", ("--no-wait",))):
         time.sleep(2)  # whatever ran before is freed
-        rs = [cycle(fabemu, scenario, [], down_flags=flags) for _ in range(cycles)]
+        rs = [cycle(fabemu, scenario, down_flags=flags) for _ in range(cycles)]
         totals, ups = [r["total_wall"] for r in rs], [r["up_wall"] for r in rs]
         print(f"{MEM_FABRIC}, {cycles} cycles back to back, {how}: up+down "
               + ", ".join(f"{t:.2f}" for t in totals) + f" s, worst {max(totals) / totals[0]:.2f}x"
@@ -274,26 +269,24 @@ def big_fabrics(fabemu, tmp, emit):
         lab = f"b{os.getpid()}-{next(LAB_IDS)}"
         before = meminfo(2)
         try:
-            up_s, p = timed([fabemu, "up", str(path), "--lab", lab, "-q", "--timings"], 900)
-            if p.returncode != 0:
-                raise BenchError(f"fabemu up {lab} exited {p.returncode}:\n{tail(p.stderr)}")
-            m = UP_LINE.search(p.stdout)
-            hosts = int(m.group(2)) if m else 0
+            up_s, p = timed([fabemu, "up", str(path), "--lab", lab, "-q", "--json"], 900)
+            up = json_output(p)
+            hosts = up["hosts"]
             mem = mem_delta(before, meminfo(2))
             status_s, _ = timed([fabemu, "status", lab])
             json_s, pj = timed([fabemu, "status", lab, "--json"])
-            phases = {k: float(v) for k, v in PHASE_LINE.findall(p.stdout)}
+            by_phase = phases(up)
         finally:
-            down_s, pd = timed([fabemu, "down", lab], 900)
-        kernel_s = kernel_seconds(pd.stdout)
-        print(f"{label}: {m.group(0) if m else '?'}; up {up_s:.1f} s ("
-              + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()) + f"), down {down_s:.2f} s"
+            down_s, pd = timed([fabemu, "down", lab, "--json"], 900)
+        kernel_s = kernel_seconds(json_output(pd))
+        print(f"{label}: {summary(up)}; up {up_s:.1f} s ("
+              + ", ".join(f"{k} {v:.2f}" for k, v in by_phase.items()) + f"), down {down_s:.2f} s"
               f" ({kernel_s:.2f} s of it the kernel freeing the lab)"
               f", {mem['kernel'] / max(hosts, 1):.0f} KiB of kernel memory per host, status "
               f"{status_s:.2f} s, status --json {json_s:.2f} s ({len(pj.stdout) // 1024} KiB)",
               flush=True)
         emit({"bench": "big", "fabric": label, "up_s": up_s, "down_s": down_s,
-              "kernel_s": kernel_s, "phases": phases,
+              "kernel_s": kernel_s, "phases": by_phase,
               "kernel_kb": mem["kernel"], "hosts": hosts, "status_s": status_s,
               "status_json_s": json_s})
         time.sleep(1)  # `down` waited for the kernel to free the lab
@@ -345,8 +338,7 @@ def mib(kb, sign=""):
 
 def measure_fabrics(fabemu, tmp, runs, emit):
     """The table: median wall time of `up`, `down` and both, per fabric; then, for 512 hosts,
-    when the kernel is done and where `up` spends its time (if `up --timings` exists)."""
-    up_flags = ["--timings"] if "--timings" in timed([fabemu, "up", "--help"])[1].stdout else []
+    when the kernel is done and where `up` spends its time (`up --json`'s phases)."""
     print(f"\n{'fabric':<16}{'hosts':>6}{'switches':>9}{'links':>6}{'routes':>7}{'netns':>6}"
           f"{'up(s)':>7}{'down(s)':>8}{'up+down(s)':>11}  {'[min..max]':<13}"
           "fabemu says up/down/kernel")
@@ -354,7 +346,7 @@ def measure_fabrics(fabemu, tmp, runs, emit):
     for label, scenario in fabrics(tmp):
         rs = []
         for _ in range(runs):
-            rs.append(cycle(fabemu, scenario, up_flags, measure_memory=label == MEM_FABRIC))
+            rs.append(cycle(fabemu, scenario, measure_memory=label == MEM_FABRIC))
             time.sleep(0.5)  # `down` waited for the kernel; a pause for whatever else runs
         med = {k: statistics.median(r[k] for r in rs) for k, v in rs[0].items()
                if isinstance(v, float)}  # up/down/total wall, up/down self-reported

@@ -1,0 +1,62 @@
+"""What the bench/ scripts share: the error that stops a benchmark, running a program, a median,
+and fabemu's results read from its --json output (docs/json.md), never from its wording.
+Standard library only; the scripts import it from their own directory."""
+import json
+import statistics
+import subprocess
+
+
+class BenchError(Exception):
+    """Something broke (a program failed, or fabemu's output could not be read): the script
+    stops, after tearing down what it built."""
+
+
+def command(argv):
+    return " ".join(str(a) for a in argv)
+
+
+def run(argv, timeout=900, check=True, env=None, input=None):
+    """Runs argv (never through a shell), stdin empty unless `input`, output captured as text.
+    With check, a non-zero exit raises BenchError with the end of what it printed."""
+    argv = [str(a) for a in argv]
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL if input is None else None, input=input,
+                       capture_output=True, text=True, timeout=timeout, env=env)
+    if check and p.returncode != 0:
+        raise BenchError(f"{command(argv)} exited {p.returncode}: "
+                         f"{(p.stdout + p.stderr).strip()[-1200:]}")
+    return p
+
+
+def median(xs):
+    """The median; nan for no values."""
+    xs = list(xs)
+    return statistics.median(xs) if xs else float("nan")
+
+
+def with_json(argv):
+    """argv with --json added, before a `--` that starts the command of `exec`."""
+    argv = [str(a) for a in argv]
+    if "--json" in argv:
+        return argv
+    end = argv.index("--") if "--" in argv else len(argv)
+    return argv[:end] + ["--json"] + argv[end:]
+
+
+def json_output(p, check=True):
+    """The object a finished `fabemu ... --json` (a CompletedProcess) printed on stdout. Raises
+    BenchError with its stderr when it failed (with check) or printed no JSON."""
+    cmd = command(p.args) if isinstance(p.args, (list, tuple)) else str(p.args)
+    if check and p.returncode != 0:
+        raise BenchError(f"{cmd} exited {p.returncode}: "
+                         f"{(p.stderr.strip() or p.stdout.strip())[-1200:]}")
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        raise BenchError(f"{cmd} (exit {p.returncode}) printed no JSON object: "
+                         f"{p.stdout.strip()[-400:]}{p.stderr.strip()[-800:]}") from None
+
+
+def fabemu_json(argv, timeout=900, check=True, env=None):
+    """Runs fabemu (argv[0] is the binary) with --json; returns the parsed object. BenchError
+    with its stderr when it exits non-zero (with check) or prints no JSON."""
+    return json_output(run(with_json(argv), timeout=timeout, check=False, env=env), check)
