@@ -8,9 +8,11 @@ all-pairs ping across the BGP lab.
 import argparse
 import re
 import statistics
-import subprocess
+import sys
 import tempfile
 from pathlib import Path
+
+from benchlib import BenchError, fabemu_json
 
 REPO = Path(__file__).resolve().parent.parent
 FABEMU = str(REPO / "build" / "emulator" / "fabemu")
@@ -21,10 +23,8 @@ FABRICS = {
 
 
 def fabemu(*args, timeout=600):
-    p = subprocess.run([FABEMU, *args], capture_output=True, text=True, timeout=timeout)
-    if p.returncode != 0:
-        raise RuntimeError(f"fabemu {' '.join(args)}: {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p.stdout
+    """fabemu's result as its --json object."""
+    return fabemu_json([FABEMU, *args], timeout=timeout)
 
 
 def frr_rss_kib():
@@ -62,23 +62,27 @@ def main():
                 times[routing] = []
                 for _ in range(args.runs):
                     base = frr_rss_kib()
-                    out = fabemu("up", str(sc), "--lab", "bbgp", "--timings")
-                    times[routing].append(float(re.search(r"up in ([0-9.]+) s", out).group(1)))
-                    switches = int(re.search(r"(\d+) switches", out).group(1))
-                    if routing == "bgp":
-                        for phase in phases:
-                            phases[phase].append(
-                                float(re.search(rf"^\s+{phase}\s+([0-9.]+) s", out, re.M).group(1)))
-                        routes = int(re.search(r"converged to the (\d+) planned routes", out)
-                                     .group(1))
-                        rss.append((frr_rss_kib() - base) / switches)
-                        if not pairs:
-                            hosts = int(re.search(r"(\d+) hosts", out).group(1))
-                            ping = fabemu("exec", "bbgp", "--all", "--", "sh", "-c",
-                                          f"for i in $(seq 1 {hosts}); do ping -c1 -W2 -q h$i "
-                                          ">/dev/null && echo OK; done", timeout=900)
-                            pairs = f"{ping.count('OK')}/{hosts * hosts}"
-                    fabemu("down", "bbgp")
+                    up = fabemu("up", str(sc), "--lab", "bbgp")
+                    try:  # the lab goes whatever fails
+                        times[routing].append(up["seconds"])
+                        switches = up["switches"]
+                        if routing == "bgp":
+                            by_phase = {p["phase"]: p["seconds"] for p in up["phases"]}
+                            for phase in phases:
+                                if phase not in by_phase:
+                                    raise BenchError(f"up --json has no phase {phase}: {by_phase}")
+                                phases[phase].append(by_phase[phase])
+                            routes = up["bgp_routes"]
+                            rss.append((frr_rss_kib() - base) / switches)
+                            if not pairs:
+                                hosts = up["hosts"]
+                                ping = fabemu("exec", "bbgp", "--all", "--", "sh", "-c",
+                                              f"for i in $(seq 1 {hosts}); do ping -c1 -W2 -q h$i "
+                                              ">/dev/null && echo OK; done", timeout=900)
+                                ok = sum(h["output"].split().count("OK") for h in ping["hosts"])
+                                pairs = f"{ok}/{hosts * hosts}"
+                    finally:
+                        fabemu("down", "bbgp")
             med = statistics.median
             print(f"{name:<14} {switches:>8} {med(times['static']):>8.2f} s {med(times['bgp']):>6.2f} s "
                   f"{med(phases['bgp']):>5.2f} s {med(phases['converge']):>7.2f} s {routes:>7} "
@@ -86,4 +90,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BenchError as e:
+        sys.exit(f"bgp_fabric: {e}")
