@@ -9,27 +9,14 @@ See README.md for the last results."""
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchlib import BenchError, fabemu_json, median, run
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-class BenchError(Exception):
-    pass
-
-
-def run(argv, timeout=900):
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=timeout)
-    if p.returncode != 0:
-        raise BenchError(f"{' '.join(argv)} exited {p.returncode}: "
-                         f"{(p.stdout + p.stderr).strip()[-800:]}")
-    return p.stdout
 
 
 def scenario(rate, mtu, cc):
@@ -44,17 +31,12 @@ def measure(fabemu, collective, lab, args, tag):
     """One run of fabemu-collective on every host; returns {size: result line}."""
     shared = Path("/run/fabemu") / lab / "shared"
     predict, out = shared / "predict.json", shared / f"{tag}.jsonl"
-    predict.write_text(run([fabemu, "predict", lab, "--json"]))
+    predict.write_text(run([fabemu, "predict", lab, "--json"]).stdout)
     env = dict(os.environ, FABEMU_RUN_ID=f"{tag}-{time.time_ns()}")
-    p = subprocess.run([fabemu, "exec", lab, "--all", "--no-tag", "--", collective,
-                        "--collective", args.collective, "--sizes", args.sizes,
-                        "-n", str(args.iterations), "-w", "1", "--predict", str(predict),
-                        "--json-out", str(out), "--timeout", "300"],
-                       stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
-                       timeout=3600)
-    if p.returncode != 0:
-        raise BenchError(f"fabemu-collective exited {p.returncode}: {p.stdout[-600:]}"
-                         f"{p.stderr[-600:]}")
+    run([fabemu, "exec", lab, "--all", "--no-tag", "--", collective,
+         "--collective", args.collective, "--sizes", args.sizes,
+         "-n", str(args.iterations), "-w", "1", "--predict", str(predict),
+         "--json-out", str(out), "--timeout", "300"], timeout=3600, env=env)
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
     return {r["size"]: r for r in rows if r.get("type") == "result"}
 
@@ -85,9 +67,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "busbw.yaml"
         path.write_text(scenario(args.rate, args.mtu, args.tcp_congestion))
-        up = run([args.fabemu, "up", str(path), "--lab", lab, "-q"])
+        fabemu_json([args.fabemu, "up", str(path), "--lab", lab, "-q"])
         try:
-            mode = json.loads(run([args.fabemu, "status", lab, "--json"]))["link_model"]["mode"]
+            mode = fabemu_json([args.fabemu, "status", lab])["link_model"]["mode"]
             cc = args.tcp_congestion or Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
             print(f"# {args.collective}, gloo/tcp ({cc}), 8 ranks, every link {args.rate}, "
                   f"link model mode {mode}; {args.runs} runs x {args.iterations} iterations")
@@ -99,9 +81,9 @@ def main():
                     results[cond].append(measure(args.fabemu, args.collective_bin, lab, args,
                                                  f"{cond}{i}"))
                     print(f"#   {cond} run {i + 1}/{args.runs} done", file=sys.stderr)
-            status = json.loads(run([args.fabemu, "status", lab, "--json"]))
+            status = fabemu_json([args.fabemu, "status", lab])
         finally:
-            subprocess.run([args.fabemu, "down", lab], capture_output=True)
+            run([args.fabemu, "down", lab], check=False)
 
     sizes = sorted(results["baseline"][0])
     print(f"{'size':>8} {'pred busbw':>11} {'measured':>10} {'min..max':>17} {'ratio':>6} "
@@ -113,7 +95,7 @@ def main():
         deg = [r[s]["busbw_gbps"] * 1e3 for r in results["degraded"]]
         wrong = sum(r[s]["wrong"] for c in results.values() for r in c)
         pred = results["baseline"][0][s].get("pred_busbw_gbps", 0) * 1e3
-        mb, md = statistics.median(base), statistics.median(deg)
+        mb, md = median(base), median(deg)
         print(f"{fmt_size(s):>8} {pred:11.2f} {mb:10.2f} {min(base):8.2f}..{max(base):<7.2f} "
               f"{mb / pred if pred else 0:6.3f} {wrong:5d} | "
               f"{md:8.2f} ({min(deg):6.2f}..{max(deg):<6.2f}) {100 * (md - mb) / mb:+5.1f}%")

@@ -7,12 +7,13 @@ README.md.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchlib import BenchError, fabemu_json, median, run
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -21,18 +22,6 @@ def core_pairs(k):
     """8 host pairs of a k-ary fat-tree, each from the first pod to the last: across the core."""
     hosts = k ** 3 // 4
     return [(f"h{i}", f"h{hosts + 1 - i}") for i in range(1, 9)]
-
-
-class BenchError(Exception):
-    pass
-
-
-def run(argv, secs=120, check=True):
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=secs)
-    if check and p.returncode != 0:
-        raise BenchError(f"{' '.join(argv)}: exit {p.returncode}\n{p.stdout}{p.stderr}")
-    return p
 
 
 def scenario(tmp, switches, datapath, k):
@@ -79,23 +68,23 @@ def measure(fabemu, path, label, runs, seconds, pairs):
     for r in range(runs):
         lab = f"ob{os.getpid() % 10000}{r}"
         t0 = time.perf_counter()
-        p = run([fabemu, "up", str(path), "--lab", lab, "-q", "--json"], secs=600)
+        up = fabemu_json([fabemu, "up", str(path), "--lab", lab, "-q"], timeout=600)
         ups.append(time.perf_counter() - t0)
         try:
-            if json.loads(p.stdout).get("hosts", 0) < 16:
-                raise BenchError(f"unexpected output of up --json:\n{p.stdout}")
-            status = json.loads(run([fabemu, "status", lab, "--json"]).stdout)
+            if up.get("hosts", 0) < 16:
+                raise BenchError(f"unexpected output of up --json:\n{json.dumps(up)}")
+            status = fabemu_json([fabemu, "status", lab], timeout=120)
             sw = status.get("switches", {})
             datapath = sw.get("datapath", sw.get("kind", "?"))
             one.append(iperf(fabemu, lab, pairs[:1], seconds)[0])
             eight.append(sum(iperf(fabemu, lab, pairs, seconds)))
         finally:
             t0 = time.perf_counter()
-            run([fabemu, "down", lab])
+            run([fabemu, "down", lab], timeout=120)
             downs.append(time.perf_counter() - t0)
         print(f"  {label} run {r + 1}: up {ups[-1]:.2f} s, 1 flow {one[-1] / 1e9:.3f} Gbit/s, "
               f"8 flows {eight[-1] / 1e9:.3f} Gbit/s", file=sys.stderr)
-    med = statistics.median
+    med = median
     return {"label": label, "datapath": datapath, "runs": runs, "up_s": ups, "down_s": downs,
             "one_flow_bps": one, "eight_flows_bps": eight, "up_median_s": med(ups),
             "down_median_s": med(downs), "one_flow_median_bps": med(one),
@@ -112,7 +101,7 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("ovs_fabric: needs root (sudo)")
-    doctor = json.loads(run([args.fabemu, "doctor", "--json"]).stdout)
+    doctor = fabemu_json([args.fabemu, "doctor"], timeout=120)
     features = {f["id"]: f["status"] for f in doctor["features"]}
     configs = [("router", "router", None), ("ovs userspace", "ovs", "userspace")]
     if features.get("ovs_kernel") == "yes":
