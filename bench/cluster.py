@@ -13,16 +13,19 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import benchlib
+from benchlib import BenchError, median
+
 REPO = Path(__file__).resolve().parent.parent
 FABEMU = REPO / "build/emulator/fabemu"
 SIM = REPO / "scripts/slurm-sim"
+# `up --dry-run` has no --json: its partition summary line is read as printed.
 SUMMARY = re.compile(r"# (\d+) of (\d+) links cut .*?; (\d+) with every upper switch .*?; "
                      r"hosts per machine (\d+)\.\.(\d+)")
 TOPOLOGIES = [
@@ -41,12 +44,9 @@ def scenario(directory, name, topology):
 
 
 def run(argv, secs=900, env=None):
+    """(wall seconds, stdout) of argv; BenchError if it fails."""
     t0 = time.perf_counter()
-    p = subprocess.run([str(a) for a in argv], stdin=subprocess.DEVNULL, capture_output=True,
-                       text=True, timeout=secs, env=env)
-    if p.returncode != 0:
-        sys.exit(f"cluster.py: {' '.join(map(str, argv))} failed ({p.returncode}):\n"
-                 f"{p.stdout}{p.stderr}")
+    p = benchlib.run(argv, timeout=secs, env=env)
     return time.perf_counter() - t0, p.stdout
 
 
@@ -60,7 +60,7 @@ def partition_table():
                 _, out = run([FABEMU, "up", path, "--dry-run", "--machines", machines])
                 m = SUMMARY.search(out)
                 if not m:
-                    sys.exit(f"cluster.py: no summary in the dry run's output:\n{out}")
+                    raise BenchError(f"no summary in the dry run's output:\n{out}")
                 cut, links, bound, lo, hi = map(int, m.groups())
                 print(f"{label:<20} {machines:>2} {links:>6} {cut:>5} {bound:>6} "
                       f"{f'{lo}..{hi}':>14}")
@@ -96,7 +96,7 @@ def bringup(runs):
             print(f"  run {i + 1}: one machine up {single_up[-1]:.2f} s, down "
                   f"{single_down[-1]:.2f} s; 4 machines up {cluster_up[-1]:.2f} s (slowest "
                   f"machine's part {machine_up[-1]:.2f} s), down {cluster_down[-1]:.2f} s")
-        med = statistics.median
+        med = median
         print(f"one machine:    up {med(single_up):.2f} s, down {med(single_down):.2f} s")
         print(f"4 sim machines: up {med(cluster_up):.2f} s ({med(cluster_up) / med(single_up):.2f}x"
               f" one machine; the slowest machine's part {med(machine_up):.2f} s, the rest is "
@@ -125,4 +125,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BenchError as e:
+        sys.exit(f"cluster.py: {e}")

@@ -17,29 +17,17 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchlib import BenchError, fabemu_json, median, run
+
 REPO = Path(__file__).resolve().parent.parent
 # What iperf3's UDP payload is on the wire the link model counts: UDP, IPv4 and Ethernet headers.
 UDP_PAYLOAD, FRAME_OVERHEAD = 1400, 8 + 20 + 14
-
-
-class BenchError(Exception):
-    pass
-
-
-def run(argv, timeout=3600, check=True):
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=timeout)
-    if check and p.returncode != 0:
-        raise BenchError(f"{' '.join(map(str, argv))} exited {p.returncode}: "
-                         f"{(p.stdout + p.stderr).strip()[-1200:]}")
-    return p
 
 
 class Lab:
@@ -54,11 +42,12 @@ class Lab:
         self.extra = list(extra)
 
     def __enter__(self):
-        self.up = run([self.fabemu, "up", str(self.path), "--lab", self.name, "-q"] + self.extra)
+        self.up = fabemu_json([self.fabemu, "up", self.path, "--lab", self.name, "-q"] + self.extra,
+                              timeout=3600)
         return self
 
     def __exit__(self, *exc):
-        run([self.fabemu, "down", self.name], check=False)
+        run([self.fabemu, "down", self.name], timeout=3600, check=False)
 
     def exec(self, node, argv, timeout=600, check=True):
         return run([self.fabemu, "exec", f"{self.name}:{node}", "--"] + argv, timeout, check)
@@ -69,12 +58,8 @@ class Lab:
                                 stderr=subprocess.DEVNULL, start_new_session=True)
 
 
-def median(xs):
-    return statistics.median(xs) if xs else float("nan")
-
-
 def has_fq(fabemu):
-    doctor = json.loads(run([fabemu, "doctor", "--json"]).stdout)
+    doctor = fabemu_json([fabemu, "doctor"])
     return {f["id"]: f["status"] for f in doctor["features"]}.get("sch_fq") == "yes"
 
 
@@ -88,7 +73,7 @@ def section_rate(args, tmp):
     iperf = shutil.which("iperf3") or "/usr/bin/iperf3"
     rows = []
     with Lab(args.fabemu, tmp, scenario, ["--accept-degraded"]) as lab:
-        mode = json.loads(run([args.fabemu, "status", lab.name, "--json"]).stdout)["link_model"]
+        mode = fabemu_json([args.fabemu, "status", lab.name])["link_model"]
         for proto in ("udp", "tcp"):
             real, wall = [], []
             for _ in range(args.runs):
@@ -144,7 +129,7 @@ def section_delay(args, tmp):
                 ping_ms = float(re.search(r"= [\d.]+/([\d.]+)/", p).group(1))
                 sp_ms = float("nan")
                 if sockperf:
-                    addr = json.loads(run([args.fabemu, "status", lab.name, "--json"]).stdout)
+                    addr = fabemu_json([args.fabemu, "status", lab.name])
                     ip = next(x["address"] for x in addr["nodes"] if x["name"] == peer)
                     server = lab.spawn(peer, [sockperf, "sr", "-i", ip, "-p", "11111"])
                     time.sleep(0.5)
@@ -262,7 +247,7 @@ def main():
     args.sizes = args.sizes.split(",")
     if os.geteuid() != 0:
         sys.exit("dilation: needs root (namespaces)")
-    cap = json.loads(run([args.fabemu, "doctor", "--json"]).stdout)
+    cap = fabemu_json([args.fabemu, "doctor"])
     capacity = {f["id"]: f for f in cap["features"]}.get("capacity", {})
     print(f"# time dilation benchmark, {time.strftime('%Y-%m-%d %H:%M')}, "
           f"{os.cpu_count()} CPUs, kernel {os.uname().release}, median of {args.runs} runs")

@@ -10,12 +10,13 @@ import math
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchlib import BenchError, fabemu_json, median, run
 
 REPO = Path(__file__).resolve().parent.parent
 UDP_PAYLOAD = 1400
@@ -24,18 +25,6 @@ UDP_FRAME = UDP_PAYLOAD + 42
 # A full TCP segment (MSS 1448 with timestamps) as a frame: + TCP 32 + IPv4 20 + Ethernet 14.
 TCP_FRAME, TCP_PAYLOAD = 1514, 1448
 Z99 = 2.5758  # two-sided 99% normal quantile
-
-
-class BenchError(Exception):
-    pass
-
-
-def run(argv, timeout=120, check=True):
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=timeout)
-    if check and p.returncode != 0:
-        raise BenchError(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.strip()[-400:]}")
-    return p
 
 
 class Lab:
@@ -52,9 +41,9 @@ class Lab:
                         "  nodes: [{name: h1, role: host}, {name: h2, role: host}]\n"
                         "  links: [{a: h1, b: h2}]\nfabric: {mtu: 1500}\nrdma: {enabled: off}\n"
                         + links)
-        self.up = run([fabemu, "up", str(path), "--lab", self.name, "-q"]).stdout
+        self.up = fabemu_json([fabemu, "up", path, "--lab", self.name, "-q"], timeout=120)
         try:
-            status = json.loads(run([fabemu, "status", self.name, "--json"]).stdout)
+            status = fabemu_json([fabemu, "status", self.name], timeout=120)
         except BenchError:
             self.__exit__()
             raise
@@ -65,7 +54,7 @@ class Lab:
         return self
 
     def __exit__(self, *exc):
-        run([self.fabemu, "down", self.name], check=False)
+        run([self.fabemu, "down", self.name], timeout=120, check=False)
 
     def ns(self, node):
         return f"fabemu-{self.name}-{node}"
@@ -79,10 +68,10 @@ class Lab:
                                 stderr=subprocess.DEVNULL, start_new_session=True)
 
     def tc(self, node, *args):
-        run(["ip", "netns", "exec", self.ns(node), "tc"] + list(args))
+        run(["ip", "netns", "exec", self.ns(node), "tc"] + list(args), timeout=120)
 
     def counters(self, direction):
-        status = json.loads(run([self.fabemu, "status", self.name, "--json"]).stdout)
+        status = fabemu_json([self.fabemu, "status", self.name], timeout=120)
         for link in status["links"]:
             for d in ("a_to_b", "b_to_a"):
                 if link.get(d, {}).get("direction") == direction:
@@ -133,7 +122,7 @@ def ping_ms(lab, count=40, interval="0.05"):
     times = [float(t) for t in re.findall(r"time=([\d.]+) ms", out)]
     if len(times) < count // 2:
         raise BenchError(f"ping: {len(times)}/{count} answered")
-    return statistics.median(times)
+    return median(times)
 
 
 def sockperf_us(lab, seconds=2):
@@ -152,7 +141,7 @@ def sockperf_us(lab, seconds=2):
 
 
 def median_of(runs, f):
-    return statistics.median(f() for _ in range(runs))
+    return median(f() for _ in range(runs))
 
 
 def pct(measured, want):
@@ -178,9 +167,9 @@ def bench_rate(fabemu, tmp, runs, rates, emit):
                 udp = [iperf(lab, udp_bps=bps * 1.25 * UDP_PAYLOAD / UDP_FRAME)
                        for _ in range(runs)]
                 tcp = [iperf(lab) for _ in range(runs)]
-            wire_udp = statistics.median(u["bps"] for u in udp) * UDP_FRAME / UDP_PAYLOAD
-            offered = statistics.median(u["sent_bps"] for u in udp) * UDP_FRAME / UDP_PAYLOAD
-            wire_tcp = statistics.median(t["bps"] for t in tcp) * TCP_FRAME / TCP_PAYLOAD
+            wire_udp = median(u["bps"] for u in udp) * UDP_FRAME / UDP_PAYLOAD
+            offered = median(u["sent_bps"] for u in udp) * UDP_FRAME / UDP_PAYLOAD
+            wire_tcp = median(t["bps"] for t in tcp) * TCP_FRAME / TCP_PAYLOAD
             row[impl] = {"udp_wire_bps": wire_udp, "udp_err_pct": pct(wire_udp, bps),
                          "tcp_wire_bps": wire_tcp, "tcp_err_pct": pct(wire_tcp, bps),
                          # The sender could not even offer the rate: the figure says what the
@@ -231,7 +220,7 @@ def bench_loss(fabemu, tmp, losses, datagrams, emit):
             shape = f"{{loss: {label}}}" if impl == "fabemu" else None
             with Lab(fabemu, tmp, shape) as lab:
                 if impl == "fabemu":  # h1 -> h2 only, like netem on h1's port
-                    run([fabemu, "link", "set", lab.name, "h2>h1", "--loss", "0"])
+                    run([fabemu, "link", "set", lab.name, "h2>h1", "--loss", "0"], timeout=120)
                 else:
                     try:
                         lab.tc("h1", "qdisc", "add", "dev", "eth0", "root", "netem", "loss",
@@ -340,7 +329,8 @@ print(count)
 
 
 def detach_program(lab, node):
-    out = run(["ip", "netns", "exec", lab.ns(node), sys.executable, "-c", DETACH_TCX]).stdout
+    out = run(["ip", "netns", "exec", lab.ns(node), sys.executable, "-c", DETACH_TCX],
+              timeout=120).stdout
     if out.strip() == "0":
         raise BenchError(f"no tcx program on {node}'s eth0 (clsact kernel?)")
 

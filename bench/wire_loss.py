@@ -14,31 +14,24 @@ import json
 import math
 import os
 import re
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchlib import BenchError, fabemu_json, run
 
 REPO = Path(__file__).resolve().parent.parent
 Z99 = 2.5758  # two-sided 99% normal quantile
 LOSSES = [0.01, 0.10, 0.50]
 
 
-def run(argv, timeout=300, check=True):
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=timeout)
-    if check and p.returncode != 0:
-        sys.exit(f"{' '.join(argv)} exited {p.returncode}: {(p.stderr + p.stdout)[-600:]}")
-    return p
-
-
 def ping(fabemu, lab, count):
     p = run([fabemu, "exec", f"{lab}:h1", "--", "ping", "-q", "-c", str(count), "-i", "0.005",
-             "-W", "2", "h8"], check=False)
+             "-W", "2", "h8"], timeout=300, check=False)
     m = re.search(r"(\d+) packets transmitted, (\d+) received", p.stdout)
     if not m:
-        sys.exit(f"no ping summary: {p.stdout}{p.stderr}")
+        raise BenchError(f"no ping summary: {p.stdout}{p.stderr}")
     sent, got = int(m.group(1)), int(m.group(2))
     return sent, 1 - got / sent
 
@@ -50,7 +43,7 @@ def tcp(fabemu, lab, sender, receiver, seconds=3):
     try:
         time.sleep(0.5)
         p = run([fabemu, "exec", f"{lab}:{sender}", "--", "iperf3", "-c", receiver, "-p", "5320",
-                 "-t", str(seconds), "-J"], check=False)
+                 "-t", str(seconds), "-J"], timeout=300, check=False)
         j = json.loads(p.stdout)
         sent = j["end"]["sum_sent"]
         return sent["retransmits"], sent["bytes"] / 1448
@@ -69,15 +62,16 @@ def main():
     if os.geteuid() != 0:
         sys.exit("needs root")
     lab = f"wl{os.getpid() % 10000}"
-    run([args.fabemu, "up", str(REPO / "scenarios/default.yaml"), "--lab", lab, "-q"])
+    fabemu_json([args.fabemu, "up", REPO / "scenarios/default.yaml", "--lab", lab, "-q"],
+                timeout=300)
     rows = []
     try:
-        run([args.fabemu, "exec", f"{lab}:h1", "--", "ping", "-c2", "h8"])
+        run([args.fabemu, "exec", f"{lab}:h1", "--", "ping", "-c2", "h8"], timeout=300)
         for p in LOSSES:
             for direction, sender, receiver in (("h1>leaf1", "h1", "h8"),
                                                 ("leaf1>h1", "h8", "h1")):
                 pct = f"{p * 100:g}%"
-                run([args.fabemu, "link", "set", lab, direction, "--loss", pct])
+                run([args.fabemu, "link", "set", lab, direction, "--loss", pct], timeout=300)
                 losses, retr = [], []
                 sent = 0
                 for _ in range(args.runs):
@@ -86,7 +80,7 @@ def main():
                     if p <= 0.10:
                         r, segs = tcp(args.fabemu, lab, sender, receiver)
                         retr.append(r / max(1, segs))
-                run([args.fabemu, "link", "set", lab, direction, "--loss", "0"])
+                run([args.fabemu, "link", "set", lab, direction, "--loss", "0"], timeout=300)
                 half = Z99 * math.sqrt(p * (1 - p) / args.pings)
                 rows.append({"loss": p, "direction": direction, "pings_sent": sent,
                              "ping_loss": losses, "within_99": all(abs(x - p) <= half
@@ -94,7 +88,7 @@ def main():
                              "interval": [p - half, p + half],
                              "tcp_retransmits_per_segment": retr})
     finally:
-        run([args.fabemu, "down", lab], check=False)
+        run([args.fabemu, "down", lab], timeout=300, check=False)
     print(f"{'loss':>5}  {'direction':<10} {'sent':>5}  {'ping loss (runs)':<24} "
           f"{'99% interval':<15} {'in':<3} TCP retransmits/segment (runs)")
     for r in rows:
@@ -108,4 +102,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BenchError as e:
+        sys.exit(f"wire_loss: {e}")
