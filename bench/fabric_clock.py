@@ -15,28 +15,16 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchlib import BenchError, fabemu_json, median, run
+
 REPO = Path(__file__).resolve().parent.parent
 FAKETIME_DIR = "/usr/lib/x86_64-linux-gnu/faketime"
-
-
-class BenchError(Exception):
-    pass
-
-
-def run(argv, timeout=3600, check=True):
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=timeout)
-    if check and p.returncode != 0:
-        raise BenchError(f"{' '.join(map(str, argv))} exited {p.returncode}: "
-                         f"{(p.stdout + p.stderr).strip()[-1200:]}")
-    return p
 
 
 def timed(argv, timeout=3600, check=True):
@@ -52,12 +40,12 @@ class Lab:
         self.fabemu, self.scenario, self.name, self.extra = fabemu, scenario, name, list(extra)
 
     def __enter__(self):
-        run([self.fabemu, "up", str(self.scenario), "--lab", self.name, "-q",
-             "--accept-degraded"] + self.extra)
+        fabemu_json([self.fabemu, "up", self.scenario, "--lab", self.name, "-q",
+                     "--accept-degraded"] + self.extra, timeout=3600)
         return self
 
     def __exit__(self, *exc):
-        run([self.fabemu, "down", self.name], check=False)
+        run([self.fabemu, "down", self.name], timeout=3600, check=False)
 
     def exec(self, node, argv, clock="fabric", timeout=3600, check=True):
         return timed([self.fabemu, "exec", f"{self.name}:{node}", "--clock", clock, "--"] + argv,
@@ -70,7 +58,7 @@ class Lab:
                                 start_new_session=True)
 
     def address(self, node):
-        status = json.loads(run([self.fabemu, "status", self.name, "--json"]).stdout)
+        status = fabemu_json([self.fabemu, "status", self.name])
         return next(n["address"] for n in status["nodes"] if n["name"] == node)
 
 
@@ -132,7 +120,7 @@ def section_clock(args, tmp):
         env = dict(os.environ, **env, FAKETIME="+0 x0.05") if env else dict(os.environ)
         ns = [float(subprocess.run(["/usr/bin/python3", "-c", CLOCK_COST], env=env, text=True,
                                    capture_output=True, check=True).stdout) for _ in range(3)]
-        print(f"  {name:20} {statistics.median(ns):6.0f} ns (median of 3)")
+        print(f"  {name:20} {median(ns):6.0f} ns (median of 3)")
 
 
 def last_line(text, pattern):
@@ -171,7 +159,7 @@ def section_tools(args, tmp):
             print(f"sockperf pp -t 1 on the {clock} clock ({wall_s:.1f} s of wall):")
             print("  " + last_line(p.stdout + p.stderr, r"Total Run\]"))
             print("  " + last_line(p.stdout + p.stderr, "Summary: Latency"))
-        status = json.loads(run([args.fabemu, "status", lab.name, "--json"]).stdout)
+        status = fabemu_json([args.fabemu, "status", lab.name])
         if status["rdma"]["mode"] != "rxe":
             print(f"perftest: not run, the lab has no rxe ({status['rdma'].get('reason', '')})")
         else:
@@ -192,7 +180,7 @@ def collective_ref(args, lab, sizes, rid):
     run([args.fabemu, "exec", lab.name, "--all", "--clock", "wall", "--", collective, "--library",
          "gloo", "--collective", "allreduce", "--sizes", sizes, "--iterations",
          str(args.iterations), "--transport", "tcp", "--run-id", rid, "--json-out", out,
-         "--timeout", "3600"])
+         "--timeout", "3600"], timeout=3600)
     return {j["size"]: j["time_us"] for j in map(json.loads, Path(out).read_text().splitlines())
             if j["type"] == "result"}
 
@@ -229,12 +217,12 @@ def section_torch(args, tmp):
     print(f"{'size':>9} {'fabemu-collective':>18} {'torch perf_counter':>19} {'ratio':>6} "
           f"{'torch wall/N':>13}")
     for size in args.sizes:
-        f = statistics.median(ref.get(size, [float("nan")]))
-        t = statistics.median([p[0] for p in prog.get(size, [(float("nan"), 0)])])
-        w = statistics.median([p[1] for p in prog.get(size, [(0, float("nan"))])]) / n
+        f = median(ref.get(size, [float("nan")]))
+        t = median([p[0] for p in prog.get(size, [(float("nan"), 0)])])
+        w = median([p[1] for p in prog.get(size, [(0, float("nan"))])]) / n
         print(f"{size:9d} {f:15.1f} us {t:16.1f} us {t / f:6.3f} {w:10.1f} us")
     print(f"a torch job (import, init_process_group, {len(args.sizes)} sizes, destroy): "
-          f"{statistics.median(walls):.0f} s of wall clock (median)")
+          f"{median(walls):.0f} s of wall clock (median)")
 
 
 def main():
