@@ -118,11 +118,92 @@ std::vector<ExpectResult> check_expectations(const Expectations& e, const RunRep
   return out;
 }
 
+namespace {
+
+Json or_null(bool has, double v) {
+  return has ? Json(v) : Json(nullptr);
+}
+
+// Step `i`'s record, then one per collective size it measured and per flow it ran.
+void step_records(size_t i, const StepReport& s, std::vector<Json>& out) {
+  auto line = [&](Json j) { out.push_back(std::move(j)); };
+  line({{"type", "step"},
+        {"index", i},
+        {"title", s.title},
+        {"ok", s.ok},
+        {"failure", s.failure},
+        {"start_s", s.start_s},
+        {"seconds", s.seconds},
+        {"wall_start_s", s.wall_start_s},
+        {"wall_seconds", s.wall_seconds},
+        {"library", s.library},
+        {"transport", s.transport},
+        {"note", s.note},
+        {"receiver_bps", or_null(s.receiver_bps.has_value(), s.receiver_bps.value_or(0))}});
+  for (const SizeResult& res : s.results)
+    line({{"type", "result"},
+          {"step", i},
+          {"collective", s.collective},
+          {"size", res.size},
+          {"time_us", res.time_us},
+          {"wall_time_us", res.wall_time_us},
+          {"busbw_gbps", res.busbw_gbps},
+          {"wrong", res.wrong},
+          {"pred_busbw_gbps", or_null(res.pred_busbw_gbps >= 0, res.pred_busbw_gbps)},
+          {"rank_time_us", res.rank_time_us},
+          {"library", res.library},
+          {"transport", res.transport},
+          {"ranks", res.ranks},
+          {"time_scale", res.time_scale}});
+  for (const FlowResult& f : s.flows)
+    line({{"type", "flow"},
+          {"step", i},
+          {"role", f.role},
+          {"from", f.from},
+          {"to", f.to},
+          {"bps", f.bps},
+          {"fair_bps", or_null(f.fair_bps > 0, f.fair_bps)},
+          {"lost", or_null(f.lost >= 0, f.lost)},
+          {"retransmits", f.retransmits},
+          {"stalled_s", f.stalled_s},
+          {"failure", f.failure}});
+}
+
+// A telemetry sample: each direction's counters when read, each host's rxe counters.
+Json sample_record(const Topology& t, const TelemetrySample& s) {
+  Json dirs = Json::array();
+  for (size_t d = 0; d < s.dirs.size(); ++d) {
+    const DirectionSample& x = s.dirs[d];
+    dirs.push_back({{"name", direction_name(t, static_cast<int>(d / 2), d % 2 == 1)},
+                    {"bytes", x.bytes},
+                    {"packets", x.packets},
+                    {"drops", x.drops},
+                    {"ce_marks", x.ce_marks},
+                    {"pause_ns", x.pause_ns},
+                    {"pause_events", x.pause_events},
+                    {"lossless_drops", x.lossless_drops},
+                    {"queue_delay_p99_ns", x.queue_delay_p99_ns},
+                    {"shaped", x.shaped},
+                    // When it was read; what its queue held then (not in `bytes`); drops by
+                    // cause.
+                    {"t_s", read_time(s, d)},
+                    {"queued_bytes", x.queued_bytes},
+                    {"drop_down", x.drop_down},
+                    {"drop_loss", x.drop_loss},
+                    {"drop_queue", x.drop_queue},
+                    {"drop_watchdog", x.drop_watchdog}});
+  }
+  Json j = {{"type", "sample"}, {"t_s", s.t_s}, {"wall_s", s.wall_s}, {"directions", dirs}};
+  if (!s.rxe.empty()) j["rxe"] = s.rxe;
+  return j;
+}
+
+}  // namespace
+
 std::vector<Json> report_records(const LabModel& m, const RunReport& r) {
   const Topology& t = m.topo;
   std::vector<Json> out;
   auto line = [&](Json j) { out.push_back(std::move(j)); };
-  auto or_null = [](bool has, double v) { return has ? Json(v) : Json(nullptr); };
   // The link model's mode as `status --json` names it; delay_added false: the scenario's delays
   // and jitter were not applied (no fq), so every time measured lacks them.
   Json mode = nullptr;
@@ -151,49 +232,7 @@ std::vector<Json> report_records(const LabModel& m, const RunReport& r) {
          {{"slack_bytes", bound.slack_bytes},
           {"shortest_interval_s", bound.shortest_interval_s},
           {"error_bps", bound.bps}}}});
-  for (size_t i = 0; i < r.steps.size(); ++i) {
-    const StepReport& s = r.steps[i];
-    line({{"type", "step"},
-          {"index", i},
-          {"title", s.title},
-          {"ok", s.ok},
-          {"failure", s.failure},
-          {"start_s", s.start_s},
-          {"seconds", s.seconds},
-          {"wall_start_s", s.wall_start_s},
-          {"wall_seconds", s.wall_seconds},
-          {"library", s.library},
-          {"transport", s.transport},
-          {"note", s.note},
-          {"receiver_bps", or_null(s.receiver_bps.has_value(), s.receiver_bps.value_or(0))}});
-    for (const SizeResult& res : s.results)
-      line({{"type", "result"},
-            {"step", i},
-            {"collective", s.collective},
-            {"size", res.size},
-            {"time_us", res.time_us},
-            {"wall_time_us", res.wall_time_us},
-            {"busbw_gbps", res.busbw_gbps},
-            {"wrong", res.wrong},
-            {"pred_busbw_gbps", or_null(res.pred_busbw_gbps >= 0, res.pred_busbw_gbps)},
-            {"rank_time_us", res.rank_time_us},
-            {"library", res.library},
-            {"transport", res.transport},
-            {"ranks", res.ranks},
-            {"time_scale", res.time_scale}});
-    for (const FlowResult& f : s.flows)
-      line({{"type", "flow"},
-            {"step", i},
-            {"role", f.role},
-            {"from", f.from},
-            {"to", f.to},
-            {"bps", f.bps},
-            {"fair_bps", or_null(f.fair_bps > 0, f.fair_bps)},
-            {"lost", or_null(f.lost >= 0, f.lost)},
-            {"retransmits", f.retransmits},
-            {"stalled_s", f.stalled_s},
-            {"failure", f.failure}});
-  }
+  for (size_t i = 0; i < r.steps.size(); ++i) step_records(i, r.steps[i], out);
   for (const AppliedFault& f : r.faults)
     line({{"type", "fault"},
           {"what", f.step.what},
@@ -209,33 +248,7 @@ std::vector<Json> report_records(const LabModel& m, const RunReport& r) {
           {"fib_switches", f.fib_switches},
           {"fib_first_s", or_null(f.fib_first_s.has_value(), f.fib_first_s.value_or(0))},
           {"fib_last_s", or_null(f.fib_last_s.has_value(), f.fib_last_s.value_or(0))}});
-  for (const TelemetrySample& s : r.samples) {
-    Json dirs = Json::array();
-    for (size_t d = 0; d < s.dirs.size(); ++d) {
-      const DirectionSample& x = s.dirs[d];
-      dirs.push_back({{"name", direction_name(t, static_cast<int>(d / 2), d % 2 == 1)},
-                      {"bytes", x.bytes},
-                      {"packets", x.packets},
-                      {"drops", x.drops},
-                      {"ce_marks", x.ce_marks},
-                      {"pause_ns", x.pause_ns},
-                      {"pause_events", x.pause_events},
-                      {"lossless_drops", x.lossless_drops},
-                      {"queue_delay_p99_ns", x.queue_delay_p99_ns},
-                      {"shaped", x.shaped},
-                      // When it was read; what its queue held then (not in `bytes`); drops by
-                      // cause.
-                      {"t_s", read_time(s, d)},
-                      {"queued_bytes", x.queued_bytes},
-                      {"drop_down", x.drop_down},
-                      {"drop_loss", x.drop_loss},
-                      {"drop_queue", x.drop_queue},
-                      {"drop_watchdog", x.drop_watchdog}});
-    }
-    Json j = {{"type", "sample"}, {"t_s", s.t_s}, {"wall_s", s.wall_s}, {"directions", dirs}};
-    if (!s.rxe.empty()) j["rxe"] = s.rxe;
-    line(j);
-  }
+  for (const TelemetrySample& s : r.samples) line(sample_record(t, s));
   for (const ExpectResult& e : r.expectations)
     line({{"type", "expect"}, {"what", e.what}, {"ok", e.ok}});
   return out;
