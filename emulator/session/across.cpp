@@ -460,6 +460,13 @@ bool merge_parts(const AcrossLab& c, const LabModel& m, const std::string& out_d
   bool ok = true;
   for (size_t i = 0; i < report.steps.size(); ++i) {
     StepReport& s = report.steps[i];
+    const auto* c = i < m.scenario.workload.size()
+                        ? std::get_if<CollectiveStep>(&m.scenario.workload[i].step)
+                        : nullptr;
+    if (c) {
+      s.library = c->library;  // as play_workload records them on one machine
+      s.transport = resolve_transport(c->transport, m.rdma.rxe);
+    }
     if (!s.collective.empty()) {
       const std::string lines =
           r.shared_dir + "/" + r.lab + "/workload-" + std::to_string(i) + ".jsonl";

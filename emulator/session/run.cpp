@@ -82,13 +82,21 @@ Result<void> write_report(const LabModel& m, const RunReport& r, const std::stri
   return write_file(dir + "/report.html", report_html(m, r));
 }
 
-// The pairs counted into the report and shown; true when every pair answered.
-bool count_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds,
-                        RunReport& report, Observer& observer) {
-  report.pairs = static_cast<int>(reach.pairs.size());
-  report.reachable = reach.answered();
-  observer.reachability(m, reach, seconds);
-  return report.reachable == report.pairs;
+// The reachability check's answers counted into the report and shown; false, saying why the
+// workload does not run, when the check failed or a pair did not answer.
+bool reached(const LabModel& m, const Result<ReachabilityReport>& reach, double seconds,
+             RunOutcome& out, Observer& observer) {
+  if (!reach) {
+    out.report.notes.push_back("reachability: " + reach.error().what());
+    out.workload_not_run = "the fabric's reachability check failed";
+    return false;
+  }
+  out.report.pairs = static_cast<int>(reach->pairs.size());
+  out.report.reachable = reach->answered();
+  observer.reachability(m, *reach, seconds);
+  if (out.report.reachable == out.report.pairs) return true;
+  out.workload_not_run = "the fabric failed its reachability check";
+  return false;
 }
 
 // Reachability and the workload on this machine's lab; false when either failed.
@@ -97,16 +105,8 @@ bool run_here(const UpOutcome& up, const LabPaths& base, RunOutcome& out, Observ
   LabPaths paths = base;
   paths.lab = up.lab;
   const auto start = Clock::now();
-  auto reach = check_reachability(m, paths);
-  if (!reach) {
-    out.report.notes.push_back("reachability: " + reach.error().what());
-    out.workload_not_run = "the fabric's reachability check failed";
-    return false;
-  }
-  if (!count_reachability(m, *reach, seconds_since(start), out.report, observer)) {
-    out.workload_not_run = "the fabric failed its reachability check";
-    return false;
-  }
+  const auto reach = check_reachability(m, paths);
+  if (!reached(m, reach, seconds_since(start), out, observer)) return false;
   if (m.scenario.workload.empty()) return true;
   WorkloadOptions wo = workload_options(m.scenario.file);
   if (auto staged = stage_binaries(wo, paths); !staged) {
@@ -121,16 +121,8 @@ bool run_here(const UpOutcome& up, const LabPaths& base, RunOutcome& out, Observ
 bool run_across(AcrossLab& lab, const LabPaths& base, RunOutcome& out, Observer& observer) {
   const LabModel& m = out.up.up.model;
   const auto start = Clock::now();
-  auto reach = reach_across(lab, base);
-  if (!reach) {
-    out.report.notes.push_back("reachability: " + reach.error().what());
-    out.workload_not_run = "the fabric's reachability check failed";
-    return false;
-  }
-  if (!count_reachability(m, *reach, seconds_since(start), out.report, observer)) {
-    out.workload_not_run = "the fabric failed its reachability check";
-    return false;
-  }
+  const auto reach = reach_across(lab, base);
+  if (!reached(m, reach, seconds_since(start), out, observer)) return false;
   return m.scenario.workload.empty() || workload_across(lab, m, base, out.report, observer);
 }
 
