@@ -77,8 +77,7 @@ class Observer {
   // A workload step ended (run): its report and the table it made (incast flows), if any.
   virtual void step_done(const LabModel& /*model*/, const StepReport& /*step*/,
                          const std::string& /*table*/) {}
-  // `run`: the lab is up; the reachability check answered (pairs counted into `report`), in
-  // `seconds` of wall clock.
+  // `run`: the lab is up; the reachability check answered, in `seconds` of wall clock.
   virtual void lab_up(const UpOutcome& /*up*/) {}
   virtual void reachability(const LabModel& /*model*/, const ReachabilityReport& /*reach*/,
                             double /*seconds*/) {}
