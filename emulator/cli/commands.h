@@ -152,9 +152,6 @@ int render_down(const session::DownOutcome& out, bool json);
 void print_step(const LabModel& m, const StepReport& s);
 void print_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds);
 void print_error(const std::string& message);
-// A lab's model could not be read: says why; returns kExitNoLab when there is no such lab.
-int lab_error(const Error& e);
-bool require_root(const char* command);
 
 // ---- the command line ----------------------------------------------------------------------
 
@@ -177,13 +174,13 @@ inline constexpr const char* kVmHelp =
 
 // Each command's registration, in the command's file: its subcommand, options and a callback
 // that runs it and sets `cl.exit`.
-void add_up_command(CLI::App& app, CommandLine& cl);    // lab_commands.cpp
-void add_down_command(CLI::App& app, CommandLine& cl);  // lab_commands.cpp
+void add_up_command(CLI::App& app, CommandLine& cl);
+void add_down_command(CLI::App& app, CommandLine& cl);
 void add_status_command(CLI::App& app, CommandLine& cl);
-void add_exec_command(CLI::App& app, CommandLine& cl);    // node_commands.cpp
-void add_host_command(CLI::App& app, CommandLine& cl);    // node_commands.cpp
-void add_doctor_command(CLI::App& app, CommandLine& cl);  // node_commands.cpp
-void add_rsh_help(CLI::App& app);                         // node_commands.cpp (cmd_rsh)
+void add_exec_command(CLI::App& app, CommandLine& cl);
+void add_host_command(CLI::App& app, CommandLine& cl);
+void add_doctor_command(CLI::App& app, CommandLine& cl);
+void add_rsh_help(CLI::App& app);  // rsh itself is parsed before CLI11 (cmd_rsh)
 void add_link_command(CLI::App& app, CommandLine& cl);
 void add_perf_command(CLI::App& app, CommandLine& cl);
 void add_predict_command(CLI::App& app, CommandLine& cl);

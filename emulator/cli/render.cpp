@@ -8,6 +8,10 @@
 
 namespace fabemu::cli {
 
+void print_error(const std::string& message) {
+  std::fprintf(stderr, "fabemu: %s\n", message.c_str());
+}
+
 int exit_code(session::Failure f) {
   switch (f) {
     case session::Failure::BadInput:
