@@ -5,6 +5,7 @@
 #include <memory>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -134,11 +135,17 @@ void print_reachability(const LabModel& m, const ReachabilityReport& reach, doub
 
 namespace {
 
-// The run as it happens: the lab, the reachability check, each step.
+// The run as it happens: the lab, the reachability check, each step. ^C and TERM are the
+// guard's while the lab is built (what was made goes again); once it is up they end fabemu as
+// before (`fabemu down` removes the lab), a signal that came meanwhile raised again.
 class RunObserver : public TerminalObserver {
  public:
   explicit RunObserver(const UpArgs& args) : TerminalObserver(args.quiet), args_(args) {}
+  std::optional<session::InterruptGuard> guard;
   void lab_up(const session::UpOutcome& up) override {
+    const int sig = session::InterruptGuard::signal().load();
+    guard.reset();
+    if (sig) ::raise(sig);
     UpArgs shown = args_;
     shown.json = false;  // --json of run: the run's object at the end
     render_up(up, shown);
@@ -185,8 +192,9 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   std::optional<StdoutToStderr> text_to_stderr;
   if (run.json) text_to_stderr.emplace();
   RunObserver observer(args);
-  session::InterruptGuard interrupt;  // ^C while the lab is built: what was made goes again
-  auto out = session::run({args, run.report_dir, run.keep}, base, observer, &interrupt.signal());
+  observer.guard.emplace();
+  auto out = session::run({args, run.report_dir, run.keep}, base, observer,
+                          &session::InterruptGuard::signal());
   if (!out) return report_error(out.error());
   const int code = render_run_end(*out, args);
   if (text_to_stderr) {
