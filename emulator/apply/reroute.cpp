@@ -10,6 +10,7 @@
 #include "apply/rtnl.h"
 #include "plan/ovs_switch.h"
 #include "plan/plan.h"
+#include "plan/switches.h"
 #include "util/files.h"
 #include "util/netns.h"
 
@@ -107,13 +108,14 @@ Result<std::string> Rerouter::apply(const std::set<int>& next_failed) {
   if (!record) return record.error();
   Record r{next_failed, record->routed};
   failed_ = next_failed;
-  if (!model_->bgp.empty()) {
+  const Switches::Reroute by = switches_of(*model_).reroute();
+  if (by == Switches::Reroute::Protocol) {
     // The routers' own BGP (and BFD) move the routes; the record only says what is failed.
     r.routed = next_failed;
     FABEMU_TRY(write_record(*paths_, r));
     return std::string("BGP reroutes");
   }
-  const bool ovs = ovs_switches(*model_);
+  const bool ovs = by == Switches::Reroute::Flows;
   auto current = plan_routes(model_->topo, model_->addresses, record->routed);
   if (!current) return current.error();
   auto next = plan_routes(model_->topo, model_->addresses, next_failed);

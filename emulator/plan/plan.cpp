@@ -7,6 +7,7 @@
 
 #include "plan/frr.h"
 #include "plan/partition.h"
+#include "plan/switches.h"
 #include "util/json.h"
 #include "util/prng.h"
 #include "util/units.h"
@@ -107,7 +108,8 @@ bool pfc_queue_mode(const LabModel& m, const PlanOptions& options) {
 
 // The name LabPaths knows the node's namespace by: its own, or the OVS namespace's.
 std::string namespace_owner(const LabModel& m, int node) {
-  if (ovs_switches(m) && m.topo.nodes[node].role == Role::Switch) return kOvsNamespaceNode;
+  if (!switches_of(m).own_namespaces() && m.topo.nodes[node].role == Role::Switch)
+    return kOvsNamespaceNode;
   return m.topo.nodes[node].name;
 }
 
@@ -312,17 +314,14 @@ std::vector<std::string> needs_fq(const LabModel& m) {
   return out;
 }
 
-namespace {
-
-using K = JournalEntry::Kind;
-
-// What every phase of make_plan reads: the lab, where it lives, what this machine builds.
+// What every phase of make_plan reads: the lab, where it lives, what this machine builds (the
+// switches' kinds take it: plan/switches.h).
 struct PlanContext {
   const LabModel& m;
   const LabPaths& paths;
   int pool;
   const PlanOptions& options;
-  bool ovs = false;           // switches are OVS bridges
+  const Switches& switches;   // their kind (plan/switches.h)
   bool local_switch = false;  // this machine builds a switch
   bool shaped = false;        // some link has a shape
   bool neighbours = false;    // peers as permanent neighbours
@@ -334,6 +333,10 @@ struct PlanContext {
   // A lab across machines: this machine builds its own nodes, and the ends of cut links.
   bool local(int node) const { return local_node(m, node); }
 };
+
+namespace {
+
+using K = JournalEntry::Kind;
 
 // The run dir (journal, scenario copy, pins, /etc overlay, per-host /tmp) goes last.
 void plan_run_dir(Plan& plan, const PlanContext& c) {
@@ -367,7 +370,7 @@ void plan_namespaces(Plan& plan, const PlanContext& c) {
         CreateNamespace{ns, paths.netns_pin(n.name), host ? paths.uts_path(n.name) : "", n.name});
     if (c.options.netns_names)
       plan.actions.push_back(MakeSymlink{paths.netns_pin(n.name), paths.netns_path(n.name)});
-    add_sysctls(plan, ns, n, m.scenario, c.options, /*forwards=*/!(c.ovs && &n == &c.ovs_node));
+    add_sysctls(plan, ns, n, m.scenario, c.options, /*forwards=*/&n != &c.ovs_node);
     plan.actions.push_back(SetLinkUp{ns, "lo"});
     ++plan.namespaces;
   }
@@ -437,7 +440,7 @@ void plan_addressing(Plan& plan, const PlanContext& c) {
     for (int l : t.links_of(node))
       if (t.links[l].b.node == node && c.local(t.links[l].a.node))
         plan.actions.push_back(SetLinkUp{ns, t.links[l].b.ifname});
-    if (c.ovs && n.role == Role::Switch) continue;  // OpenFlow routes, ARP answered by flows
+    if (n.role == Role::Switch && !c.switches.kernel_ports()) continue;
     for (int l : t.links_of(node)) {
       plan.actions.push_back(AddAddress{ns, t.links[l].end(node).ifname,
                                         Prefix{m.addresses.address_of(t, l, node), 31}});
@@ -449,10 +452,8 @@ void plan_addressing(Plan& plan, const PlanContext& c) {
     }
     if (m.addresses.loopback[id])
       plan.actions.push_back(AddAddress{ns, "lo", Prefix{*m.addresses.loopback[id], 32}});
-    const BgpRouter* bgp = bgp_router(m, node);
     for (const Route& r : m.routes[id]) {
-      // A BGP router learns its routes to other switches from its peers.
-      if (bgp && via_switches(t, node, r)) continue;
+      if (!c.switches.planned_route(m, node, r)) continue;
       AddRoute a{ns, r.dst, {}, r.src, n.role == Role::Host ? host_rto_min_ms(m) : std::nullopt};
       for (const Nexthop& h : r.nexthops)
         a.hops.push_back({h.gateway, t.links[h.link].end(node).ifname});
@@ -602,38 +603,75 @@ void plan_cgroups(Plan& plan, const PlanContext& c) {
     }
 }
 
+// The three kinds of switch.
+class RouterSwitches : public Switches {
+ public:
+  std::string_view name() const override { return "router"; }
+  Reroute reroute() const override { return Reroute::Routes; }
+};
+
+class OvsSwitches : public Switches {
+ public:
+  std::string_view name() const override { return "ovs"; }
+  bool own_namespaces() const override { return false; }
+  bool kernel_ports() const override { return false; }
+  void add_switches(Plan& plan, const PlanContext& c) const override {
+    if (c.local_switch) plan_ovs(plan, c);
+  }
+  Reroute reroute() const override { return Reroute::Flows; }
+};
+
+class BgpSwitches : public Switches {
+ public:
+  std::string_view name() const override { return "bgp"; }
+  // A BGP router learns its routes to other switches from its peers.
+  bool planned_route(const LabModel& m, int node, const Route& r) const override {
+    return !bgp_router(m, node) || !via_switches(m.topo, node, r);
+  }
+  void add_control_plane(Plan& plan, const PlanContext& c) const override { plan_bgp(plan, c); }
+  Reroute reroute() const override { return Reroute::Protocol; }
+};
+
 }  // namespace
+
+const Switches& switches_of(const LabModel& m) {
+  static const RouterSwitches router;
+  static const OvsSwitches ovs;
+  static const BgpSwitches bgp;
+  if (ovs_switches(m)) return ovs;
+  return m.bgp.empty() ? static_cast<const Switches&>(router) : bgp;
+}
 
 Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOptions& options) {
   const Topology& t = m.topo;
   Plan plan;
   plan.lab = paths.lab;
   plan.pool = pool;
-  PlanContext c{m, paths, pool, options};
-  c.ovs = ovs_switches(m);
+  PlanContext c{m, paths, pool, options, switches_of(m)};
+  const bool own = c.switches.own_namespaces();
   for (size_t n = 0; n < t.nodes.size(); ++n) {
     if (!c.local(static_cast<int>(n))) continue;
-    if (!(c.ovs && t.nodes[n].role == Role::Switch)) c.namespaced.push_back(&t.nodes[n]);
+    if (own || t.nodes[n].role != Role::Switch) c.namespaced.push_back(&t.nodes[n]);
     c.local_switch |= t.nodes[n].role == Role::Switch;
   }
-  if (c.ovs && c.local_switch) c.namespaced.push_back(&c.ovs_node);
+  if (!own && c.local_switch) c.namespaced.push_back(&c.ovs_node);
   // Ports with fixed MACs and their peers as permanent neighbours: a big lab would overflow the
   // kernel's one ARP table (OVS switches have fixed MACs anyway and answer ARP in flows).
   size_t ports = 0;
   for (const Link& l : t.links) ports += c.local(l.a.node) + c.local(l.b.node);
-  c.neighbours = !c.ovs && static_neighbours(ports, options.neighbour_limit);
-  c.fixed_macs = c.ovs || c.neighbours;
+  c.neighbours = c.switches.kernel_ports() && static_neighbours(ports, options.neighbour_limit);
+  c.fixed_macs = !c.switches.kernel_ports() || c.neighbours;
   c.shaped = any_shape(t);
 
   plan_run_dir(plan, c);
   plan_namespaces(plan, c);
   plan_links(plan, c);
   plan_addressing(plan, c);
-  if (c.ovs && c.local_switch) plan_ovs(plan, c);
+  c.switches.add_switches(plan, c);
   plan_rdma_and_choices(plan, c);
   plan_link_model(plan, c);
   plan_etc_and_tmp(plan, c);
-  if (!m.bgp.empty()) plan_bgp(plan, c);
+  c.switches.add_control_plane(plan, c);
   plan_cgroups(plan, c);
   return plan;
 }

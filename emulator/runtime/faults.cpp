@@ -8,6 +8,7 @@
 
 #include "apply/journal.h"
 #include "apply/link_control.h"
+#include "plan/switches.h"
 #include "runtime/host_faults.h"
 #include "util/units.h"
 
@@ -33,7 +34,7 @@ FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vect
     links |= a.step.kind != K::Cpu && a.step.kind != K::Freeze && a.step.kind != K::Thaw &&
              a.step.kind != K::Partition && a.step.kind != K::Heal;
   if (links) (void)dp_->open_link_model();
-  if (links && !model.bgp.empty()) {
+  if (links && switches_of(model).reroute() == Switches::Reroute::Protocol) {
     if (auto w = FibWatcher::start(model, paths))
       fib_ = std::move(*w);
     else
@@ -162,7 +163,7 @@ Result<std::string> FaultPlayer::apply(const FaultStep& s) {
   auto links = links_named(model_.topo, s.target);
   if (!links) return links.error();
   auto rerouted = dp_->set_failed_links(*links, s.kind == K::Down);
-  if (!rerouted || model_.bgp.empty()) return rerouted;
+  if (!rerouted || switches_of(model_).reroute() != Switches::Reroute::Protocol) return rerouted;
   const auto& bfd = model_.scenario.fabric.bfd;
   return std::string(s.kind == K::Down ? "link model drops everything" : "link model carries") +
          "; BGP reroutes (" +
