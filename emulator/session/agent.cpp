@@ -23,7 +23,10 @@ Result<Json> agent_probe(const UpRequest& req, const LabPaths& base, Observer& o
   auto p = prepare(req, base, observer);
   if (!p) return p.error();
   const MachinePart& part = *p->model.part;
-  return Json{{"machine", part.machines[part.index]},
+  return Json{{"schema", kSchemaVersion},
+              {"command", "agent"},
+              {"action", "probe"},
+              {"machine", part.machines[part.index]},
               {"index", part.index},
               {"underlay_dev", part.underlay_dev},
               {"free_pools", free_pools(p->paths)},
@@ -79,7 +82,10 @@ Result<Json> agent_up(const UpRequest& req, const LabPaths& base, Observer& obse
   Json phases = Json::object();
   for (const auto& [phase, secs] : up->phase_seconds) phases[phase] = secs;
   Json j = lab_counts(*p, *req.pool, *up);
-  j.update({{"machine", m.part->machines[m.part->index]},
+  j.update({{"schema", kSchemaVersion},
+            {"command", "agent"},
+            {"action", "up"},
+            {"machine", m.part->machines[m.part->index]},
             {"seconds", seconds_since(start)},
             {"hosts", hosts},
             {"switches", switches},

@@ -537,6 +537,22 @@ TEST_F(ClusterTest, AKilledAgentFailsUpNamingItsMachineAndLeavesNothing) {
   EXPECT_EQ(down.status, 0) << down;
 }
 
+// What a machine's agent answers the launching side, as srun starts it there: JSON in its
+// schema (docs/schema/agent.schema.json).
+TEST_F(ClusterTest, AnAgentsProbeAnswersInItsSchema) {
+  const std::string lab = lab_name("cp");
+  Outcome o = in_machine(machine(0), {"env", "SLURMD_NODENAME=" + machine(0), kFabemu, "agent",
+                                      "probe", scenario(lab, kFatTree), "--lab", lab, "--machines",
+                                      machine(0) + "," + machine(1) + "," + machine(2),
+                                      "--shared-dir", state_ + "/shared", "--json"});
+  ASSERT_EQ(o.status, 0) << o;
+  const Json j = valid_json("agent", o);
+  EXPECT_EQ(j.value("action", ""), "probe") << o;
+  EXPECT_EQ(j.value("machine", ""), machine(0)) << o;
+  EXPECT_FALSE(j.value("lab_exists", true)) << o;
+  EXPECT_FALSE(j.value("free_pools", Json::array()).empty()) << o;
+}
+
 TEST_F(ClusterTest, AFabricMtuTheUnderlayCannotCarryIsRefusedWithTheNumbers) {
   const std::string lab = lab_name("cm");
   Outcome o = on_cluster({"up", scenario(lab, R"(name: cm
