@@ -16,10 +16,7 @@ namespace {
 
 // What the verdict holds for: this boot, with rdma_rxe loaded or not.
 std::string cache_key() {
-  auto boot = read_file("/proc/sys/kernel/random/boot_id");
-  std::string id = boot ? *boot : "unknown";
-  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
-  return id + (path_exists("/sys/module/rdma_rxe") ? " rdma_rxe" : " no-rdma_rxe");
+  return boot_id() + (path_exists("/sys/module/rdma_rxe") ? " rdma_rxe" : " no-rdma_rxe");
 }
 
 }  // namespace

@@ -27,9 +27,7 @@ constexpr const char* kNeedsRoot = "not probed: needs root";
 
 // What a kept verdict holds for: this boot, these modules loaded, this link-model program.
 std::string verdict_key() {
-  auto boot = read_file("/proc/sys/kernel/random/boot_id");
-  std::string key = boot ? *boot : "unknown";
-  while (!key.empty() && (key.back() == '\n' || key.back() == ' ')) key.pop_back();
+  std::string key = boot_id();
   for (const char* module : {"sch_fq", "sch_htb", "cls_bpf", "sch_ingress"})
     if (path_exists(std::string("/sys/module/") + module)) key += std::string(" ") + module;
   char digest[32];
@@ -40,10 +38,7 @@ std::string verdict_key() {
 
 // The capacity is the boot's and these CPUs'.
 std::string capacity_key() {
-  auto boot = read_file("/proc/sys/kernel/random/boot_id");
-  std::string key = boot ? *boot : "unknown";
-  while (!key.empty() && (key.back() == '\n' || key.back() == ' ')) key.pop_back();
-  return key + " cpus " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN));
+  return boot_id() + " cpus " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 // The capacity measured earlier this boot, if any (no root needed).

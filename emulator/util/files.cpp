@@ -58,4 +58,11 @@ bool path_exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+std::string boot_id() {
+  auto boot = read_file("/proc/sys/kernel/random/boot_id");
+  std::string id = boot ? *boot : "unknown";
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
 }  // namespace fabemu
