@@ -8,6 +8,7 @@
 
 #include "model/time_scale.h"
 #include "plan/plan.h"
+#include "util/json.h"
 #include "util/result.h"
 
 namespace fabemu {
@@ -58,7 +59,7 @@ std::vector<FeatureProbe> probe_features(const std::string& run_root = "/run/fab
 // for features that are not fully there, what that costs.
 std::string format_doctor_table(const KernelInfo& kernel, const std::vector<FeatureProbe>& probes);
 
-// The same as one JSON object on one line (for JSON-lines output).
-std::string doctor_json(const KernelInfo& kernel, const std::vector<FeatureProbe>& probes);
+// The same as one JSON object (`doctor --json`, docs/schema/doctor.schema.json).
+Json doctor_json(const KernelInfo& kernel, const std::vector<FeatureProbe>& probes);
 
 }  // namespace fabemu

@@ -54,7 +54,7 @@ std::string format_doctor_table(const KernelInfo& kernel, const std::vector<Feat
   return out;
 }
 
-std::string doctor_json(const KernelInfo& kernel, const std::vector<FeatureProbe>& probes) {
+Json doctor_json(const KernelInfo& kernel, const std::vector<FeatureProbe>& probes) {
   Json features = Json::array();
   for (const FeatureProbe& p : probes)
     features.push_back({{"id", p.id},
@@ -62,10 +62,10 @@ std::string doctor_json(const KernelInfo& kernel, const std::vector<FeatureProbe
                         {"status", to_string(p.status)},
                         {"detail", p.detail},
                         {"cost", p.cost}});
-  return json_text({{"schema", kJsonSchemaVersion},
-                    {"command", "doctor"},
-                    {"kernel", {{"release", kernel.release}, {"root", kernel.root}}},
-                    {"features", features}});
+  return {{"schema", kJsonSchemaVersion},
+          {"command", "doctor"},
+          {"kernel", {{"release", kernel.release}, {"root", kernel.root}}},
+          {"features", features}};
 }
 
 }  // namespace fabemu

@@ -1,12 +1,12 @@
 // A lab across machines, the launching side (session/across.h).
 #include "session/across.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -116,12 +116,6 @@ std::string realpath_of(const std::string& path) {
   std::string out = real;
   std::free(real);
   return out;
-}
-
-int64_t realtime_ns() {
-  timespec t{};
-  ::clock_gettime(CLOCK_REALTIME, &t);
-  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
 }
 
 // Every machine's part of the lab taken down; the record and shared files go when all went.

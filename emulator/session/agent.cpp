@@ -1,5 +1,4 @@
 // `fabemu agent`: one machine's part of a lab across machines (session.h, AgentRequest).
-#include <time.h>
 
 #include <chrono>
 
@@ -118,10 +117,7 @@ Result<void> agent_run(const AgentRequest& a, const LabPaths& paths) {
   wo.run_id = a.run_id;
   FABEMU_TRY(stage_binaries(wo, paths));
   // The launcher's start on the real-time clock, on this machine's monotonic one.
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  const int64_t now_ns = int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
-  const auto t0 = Clock::now() + std::chrono::nanoseconds(a.start_at_ns - now_ns);
+  const auto t0 = Clock::now() + std::chrono::nanoseconds(a.start_at_ns - realtime_ns());
   RunReport part;
   if (auto mode = read_link_mode(paths)) part.link_mode = *mode;
   Observer silent;  // the launching side shows the steps, from every machine's part

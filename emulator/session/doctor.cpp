@@ -27,7 +27,7 @@ DoctorOutcome doctor(bool calibrate, const std::string& run_root, Observer& obse
 }
 
 Json DoctorOutcome::to_json() const {
-  return Json::parse(doctor_json(kernel, probes));
+  return doctor_json(kernel, probes);
 }
 
 }  // namespace fabemu::session

@@ -34,6 +34,13 @@ Result<double> parse_loss(std::string_view text);
 std::string format_rate(uint64_t bps);
 std::string format_time_ns(uint64_t ns);
 
+// Now on the real-time clock, in ns since the epoch: what machines of a lab across machines
+// agree on a common start by.
+inline int64_t realtime_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 // Seconds of the monotonic clock since `t`.
 inline double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

@@ -160,7 +160,7 @@ TEST(DoctorReport, JsonEscapesAndTableShowsCostOnlyWhenMissing) {
       {"sch_fq", "fq qdisc", ProbeStatus::No, "kernel said: \"no\"\n\tat\\x\x01", "no delay"},
       {"veth", "veth pairs", ProbeStatus::Yes, "created", "no links"},
   };
-  std::string json = doctor_json(kernel, probes);
+  std::string json = json_text(doctor_json(kernel, probes));
   EXPECT_EQ(json,
             "{\"schema\":1,\"command\":\"doctor\","
             "\"kernel\":{\"release\":\"6.1.0-\\\"test\\\"\",\"root\":false},\"features\":["
