@@ -103,8 +103,7 @@ Result<std::unique_ptr<Launcher>> launcher_for(const std::string& on) {
 // The record of a lab spread from here (NoLab: none) and its launcher (`on`, else the record's).
 Result<AcrossLab> open_across(const std::string& lab, const std::string& on) {
   auto r = read_cluster_record(lab);
-  if (!r)
-    return errno_of(r.error()) == ENOENT ? with_failure(r.error(), Failure::NoLab) : r.error();
+  if (!r) return absent_is_no_lab(r.error());
   auto launcher = launcher_for(on.empty() ? r->launcher : on);
   if (!launcher) return launcher.error();
   return AcrossLab{std::move(*r), std::move(*launcher)};

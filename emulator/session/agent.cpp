@@ -109,8 +109,7 @@ Result<void> agent_run(const AgentRequest& a, const LabPaths& paths) {
   auto lock = AgentLock::take(paths.run_root, paths.lab);
   if (!lock) return lock.error();
   JournalFile journal;
-  auto m = lab_model(paths, &journal);
-  if (!m && errno_of(m.error()) == ENOENT) return with_failure(m.error(), Failure::NoLab);
+  auto m = open_lab(paths, &journal);
   if (!m) return m.error();
   // Exec steps start in the directory of the scenario the lab was built from.
   WorkloadOptions wo = workload_options(journal.scenario_file);

@@ -76,10 +76,13 @@ Result<void> need_root(const char* command) {
       Failure::NeedsRoot);
 }
 
-Result<LabModel> open_lab(const LabPaths& paths) {
-  auto model = lab_model(paths);
-  if (!model && errno_of(model.error()) == ENOENT)
-    return with_failure(model.error(), Failure::NoLab);
+Error absent_is_no_lab(Error e) {
+  return errno_of(e) == ENOENT ? with_failure(std::move(e), Failure::NoLab) : e;
+}
+
+Result<LabModel> open_lab(const LabPaths& paths, JournalFile* journal) {
+  auto model = lab_model(paths, journal);
+  if (!model) return absent_is_no_lab(model.error());
   return model;
 }
 

@@ -61,8 +61,11 @@ Failure failure_of_exit(int status);
 // Fails with NeedsRoot, naming the command, unless this process is root.
 Result<void> need_root(const char* command);
 
-// A running lab's model from its journal; NoLab when there is no such lab.
-Result<LabModel> open_lab(const LabPaths& paths);
+// An error reading a lab's files, as NoLab when they are not there (ENOENT).
+Error absent_is_no_lab(Error e);
+// A running lab's model from its journal (and the journal, when asked); NoLab when there is no
+// such lab.
+Result<LabModel> open_lab(const LabPaths& paths, JournalFile* journal = nullptr);
 
 struct UpOutcome;
 

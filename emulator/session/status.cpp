@@ -221,9 +221,7 @@ Result<Json> lab_status(const std::string& lab, const std::string& on, const Lab
   LabPaths paths = base;
   paths.lab = lab;
   auto status = read_lab_status(paths);
-  if (!status)
-    return errno_of(status.error()) == ENOENT ? with_failure(status.error(), Failure::NoLab)
-                                              : status.error();
+  if (!status) return absent_is_no_lab(status.error());
   return status_json(*status);
 }
 
