@@ -349,6 +349,12 @@ std::vector<FeatureProbe> capability_rows(Capabilities& caps, bool calibrate) {
   const auto cap = caps.capacity(calibrate, why);
   rows.push_back(
       {"capacity", {}, cap ? ProbeStatus::Yes : ProbeStatus::Unknown, cap ? cap->detail : why, {}});
+  if (cap)
+    rows.back().figures = {{"frame_hops_per_s", cap->frame_hops_per_s},
+                           {"link_bps", cap->link_bps},
+                           {"busbw_ratio", cap->ratio},
+                           {"hosts", cap->hosts},
+                           {"step_overhead_s", cap->step_overhead_s}};
   return rows;
 }
 

@@ -153,6 +153,7 @@ std::vector<FeatureProbe> probe_features(const std::string& run_root, bool calib
       p.status = it->status;
       p.detail = it->detail;
       if (!it->cost.empty()) p.cost = it->cost;
+      p.figures = it->figures;
     } else if (!kernel.root && f.kernel) {
       p.detail = "needs root";
     } else {

@@ -27,6 +27,7 @@ struct FeatureProbe {
   ProbeStatus status = ProbeStatus::Unknown;
   std::string detail;  // what the probe saw: "ENOENT creating qdisc fq (kernel: ...)"
   std::string cost;    // what a user loses when the feature is missing (set for every feature)
+  Json figures;        // what was measured, as numbers (the capacity's); null for the others
 };
 
 struct KernelInfo {

@@ -56,12 +56,14 @@ std::string format_doctor_table(const KernelInfo& kernel, const std::vector<Feat
 
 Json doctor_json(const KernelInfo& kernel, const std::vector<FeatureProbe>& probes) {
   Json features = Json::array();
-  for (const FeatureProbe& p : probes)
+  for (const FeatureProbe& p : probes) {
     features.push_back({{"id", p.id},
                         {"name", p.name},
                         {"status", to_string(p.status)},
                         {"detail", p.detail},
                         {"cost", p.cost}});
+    if (!p.figures.is_null()) features.back()["figures"] = p.figures;
+  }
   return {{"schema", kJsonSchemaVersion},
           {"command", "doctor"},
           {"kernel", {{"release", kernel.release}, {"root", kernel.root}}},
