@@ -85,8 +85,7 @@ void each_input(const Layout& l, int rank, uint32_t iteration, uint64_t from, ui
 
 // Calls `f(i, value)` for the elements [from, to) of this rank's output as it should be.
 template <typename F>
-void each_expected(const Layout& l, int rank, uint32_t iteration, uint64_t from, uint64_t to,
-                   F f) {
+void each_expected(const Layout& l, int rank, uint32_t iteration, uint64_t from, uint64_t to, F f) {
   const uint64_t n = static_cast<uint64_t>(l.ranks), r = static_cast<uint64_t>(rank);
   const SumPattern sums(l.ranks);
   switch (l.collective) {
@@ -102,7 +101,8 @@ void each_expected(const Layout& l, int rank, uint32_t iteration, uint64_t from,
       return;
     case Collective::AllToAll:  // block s came from rank s: its (s, rank, j)
       for (uint64_t s = from / l.block, j = from % l.block, i = from; i < to; ++s, j = 0)
-        for (; j < l.block && i < to; ++j, ++i) f(i, id_value((s * n + r) * l.block + j, iteration));
+        for (; j < l.block && i < to; ++j, ++i)
+          f(i, id_value((s * n + r) * l.block + j, iteration));
       return;
   }
 }
@@ -138,7 +138,8 @@ Verification verify_output(const Layout& l, int rank, uint32_t iteration,
   const float* got = out.data();
   // Counted without a branch per element; the first wrong one looked for only when there is one.
   uint64_t wrong = 0;
-  each_expected(l, rank, iteration, 0, have, [&](uint64_t i, float want) { wrong += got[i] != want; });
+  each_expected(l, rank, iteration, 0, have,
+                [&](uint64_t i, float want) { wrong += got[i] != want; });
   v.wrong = wrong + (l.out_count - have);  // missing elements read as kPoison, never expected
   if (v.wrong == 0) return v;
   bool found = false;
