@@ -116,6 +116,15 @@ Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::connect(const GlooSe
     context->setTimeout(s.timeout);
     context->connectFullMesh(*c->store_, *device);
     c->context_ = context;
+    if (s.sync_max > 0 && ranks.size > 1) {
+      gloo::rendezvous::PrefixStore sync_store(s.run_id + "-sync", *c->file_store_);
+      auto sync = std::make_shared<gloo::rendezvous::Context>(ranks.rank, ranks.size);
+      sync->setTimeout(s.timeout);
+      sync->connectFullMesh(sync_store, *device);
+      for (int i = 0; i < ranks.size; ++i)
+        if (i != ranks.rank) sync->getPair(i)->setSync(true, /*busyPoll=*/false);
+      c->sync_context_ = sync;
+    }
     if (ranks.size > 1) c->barrier_ = std::make_unique<gloo::BarrierAllToAll>(c->context_);
   } catch (const std::exception& e) {
     return make_error(where + ": " + e.what() + connect_hint(e.what()));
@@ -154,38 +163,42 @@ Result<std::unique_ptr<Operation>> GlooCommunicator::prepare(const Layout& l, st
   const int count = static_cast<int>(l.count);  // options cap sizes at 1G bytes
   const int block = static_cast<int>(l.block);
   std::unique_ptr<gloo::Algorithm> algo;
+  // Small allreduces over the sync pairs (GlooSettings::sync_max says why and when).
+  const bool sync =
+      sync_context_ && l.collective == Collective::AllReduce && l.size <= settings_.sync_max;
+  const std::shared_ptr<gloo::Context>& ctx = sync ? sync_context_ : context_;
   try {
     switch (l.collective) {
       case Collective::AllReduce:
         switch (settings_.allreduce) {
           case AllreduceAlgorithm::RingChunked:
             algo = std::make_unique<gloo::AllreduceRingChunked<float>>(
-                context_, std::vector<float*>{out.data()}, count);
+                ctx, std::vector<float*>{out.data()}, count);
             break;
           case AllreduceAlgorithm::Ring:
             algo = std::make_unique<gloo::AllreduceRing<float>>(
-                context_, std::vector<float*>{out.data()}, count);
+                ctx, std::vector<float*>{out.data()}, count);
             break;
           case AllreduceAlgorithm::HalvingDoubling:
             algo = std::make_unique<gloo::AllreduceHalvingDoubling<float>>(
-                context_, std::vector<float*>{out.data()}, count);
+                ctx, std::vector<float*>{out.data()}, count);
             break;
         }
         break;
       case Collective::AllGather:
         algo = std::make_unique<gloo::AllgatherRing<float>>(
-            context_, std::vector<const float*>{in.data()}, out.data(), block);
+            ctx, std::vector<const float*>{in.data()}, out.data(), block);
         break;
       case Collective::ReduceScatter:
         algo = std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(
-            context_, std::vector<float*>{out.data()}, block * n, std::vector<int>(n, block));
+            ctx, std::vector<float*>{out.data()}, block * n, std::vector<int>(n, block));
         break;
       case Collective::AllToAll:
-        algo = std::make_unique<AlltoallPairwise>(context_, in.data(), out.data(), l.block);
+        algo = std::make_unique<AlltoallPairwise>(ctx, in.data(), out.data(), l.block);
         break;
       case Collective::Broadcast:
         algo = std::make_unique<gloo::BroadcastOneToAll<float>>(
-            context_, std::vector<float*>{out.data()}, l.count, kBroadcastRoot);
+            ctx, std::vector<float*>{out.data()}, l.count, kBroadcastRoot);
         break;
     }
   } catch (const std::exception& e) {

@@ -51,6 +51,7 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<gloo::rendezvous::FileStore> file_store_;
   std::unique_ptr<gloo::rendezvous::PrefixStore> store_;
   std::shared_ptr<gloo::Context> context_;
+  std::shared_ptr<gloo::Context> sync_context_;  // settings.sync_max's pairs, when set
   std::unique_ptr<gloo::BarrierAllToAll> barrier_;
   // Algorithms that have run, kept until the process ends: Gloo's ibverbs buffers refuse to be
   // destroyed while a send's completion is still on its way (the last notifications of a ring,

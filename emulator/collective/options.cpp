@@ -1,6 +1,7 @@
 // Command-line parsing (CLI11) and environment resolution for fabemu-collective.
 #include "collective/options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <map>
@@ -107,7 +108,7 @@ Result<Options> parse_options(int argc, const char* const* argv, std::string* he
       "launch under mpirun.\n"
       "Exit codes: 0 ok, 1 wrong values, 2 bad usage or environment, 3 runtime failure."};
   std::string library = "gloo", transport = "tcp", collectives = "allreduce", sizes = "64K,1M,16M",
-              allreduce = "ring_chunked";
+              allreduce = "ring_chunked", sync_max = "64K";
   app.add_option("--library", library, "gloo or mpi")->capture_default_str();
   auto* transport_opt = app.add_option("--transport", transport, "Gloo transport: tcp or ibverbs")
                             ->capture_default_str();
@@ -135,6 +136,11 @@ Result<Options> parse_options(int argc, const char* const* argv, std::string* he
       ->check(CLI::Range(1.0, 1e6));
   app.add_option("--gloo-allreduce", allreduce,
                  "Gloo allreduce algorithm: ring_chunked, ring, halving_doubling")
+      ->capture_default_str();
+  app.add_option("--gloo-sync-max", sync_max,
+                 "tcp: allreduces up to this size run over Gloo pairs in sync mode (the waiting "
+                 "rank reads its socket itself: a hand-off less per message); 0 never. At most "
+                 "64K, where a pair's bytes always fit the sockets' buffers")
       ->capture_default_str();
   app.add_option("--store", o.store,
                  "Gloo rendezvous directory every rank sees (default $FABEMU_SHARED_DIR/gloo)");
@@ -180,6 +186,12 @@ Result<Options> parse_options(int argc, const char* const* argv, std::string* he
                                         {"halving_doubling", AllreduceAlgorithm::HalvingDoubling}});
   if (!algo) return algo.error();
   o.allreduce = *algo;
+  auto sync = parse_size_bytes(sync_max);
+  if (!sync || *sync > (64 << 10))
+    return make_error("--gloo-sync-max " + sync_max + ": a size from 0 to 64K (" +
+                      (sync ? "larger sizes could block every rank's write" : sync.error().what()) +
+                      ")");
+  o.gloo_sync_max = *sync;
   auto list = parse_collective_list(collectives);
   if (!list) return list.error().context("--collective");
   o.collectives = std::move(*list);
@@ -222,6 +234,11 @@ Result<GlooSettings> gloo_settings(const Options& o, const EnvLookup& env) {
   GlooSettings s;
   s.transport = o.transport;
   s.allreduce = o.allreduce;
+  const bool allreduce = std::find(o.collectives.begin(), o.collectives.end(),
+                                   Collective::AllReduce) != o.collectives.end();
+  const bool small =
+      std::any_of(o.sizes.begin(), o.sizes.end(), [&](uint64_t b) { return b <= o.gloo_sync_max; });
+  if (o.transport == Transport::Tcp && allreduce && small) s.sync_max = o.gloo_sync_max;
   s.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
 
   s.store_dir = o.store;

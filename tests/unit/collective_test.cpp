@@ -331,6 +331,26 @@ TEST(CollectiveEnv, GlooSettingsFromTheEmulatorsEnvironment) {
   EXPECT_EQ(s->iface, "eth0");
 }
 
+// Small tcp allreduces get the sync pairs; nothing else does, and nothing above 64K can.
+TEST(CollectiveEnv, OnlySmallTcpAllreducesRunOverSyncPairs) {
+  const std::map<std::string, std::string> host = {
+      {"FABEMU_SHARED_DIR", "/s"}, {"FABEMU_RUN_ID", "r"}, {"FABEMU_ADDR", "10.0.1.2"}};
+  auto sync_max = [&](std::vector<std::string> args) {
+    auto o = parse(std::move(args));
+    EXPECT_TRUE(o) << error_of(o);
+    auto s = o ? gloo_settings(*o, env_of(host)) : Result<GlooSettings>(o.error());
+    return s ? s->sync_max : ~uint64_t{0};
+  };
+  EXPECT_EQ(sync_max({}), 64u << 10);  // the default sizes start at 64K
+  EXPECT_EQ(sync_max({"--sizes", "16K,1M", "--gloo-sync-max", "32K"}), 32u << 10);
+  EXPECT_EQ(sync_max({"--sizes", "1M,16M"}), 0u);  // no second mesh for nothing
+  EXPECT_EQ(sync_max({"--sizes", "4K", "--gloo-sync-max", "0"}), 0u);
+  EXPECT_EQ(sync_max({"--sizes", "4K", "--collective", "alltoall,allgather"}), 0u);
+  EXPECT_NE(error_of(parse({"--gloo-sync-max", "1M"})).find("64K"), std::string::npos);
+  EXPECT_NE(error_of(parse({"--gloo-sync-max", "lots"})).find("--gloo-sync-max"),
+            std::string::npos);
+}
+
 TEST(CollectiveEnv, MissingRendezvousSettingsAreExplained) {
   std::map<std::string, std::string> host = {{"FABEMU_ADDR", "10.0.1.2"}};
   EXPECT_NE(error_of(gloo_settings(*parse({}), env_of(host))).find("FABEMU_SHARED_DIR"),
