@@ -136,8 +136,7 @@ def chain_floor(fabemu, tmp, seconds, obj=None, links=""):
         st = lab.status()
         ports = [(l[e]["node"], l[e]["ifname"]) for l in st["links"] for e in ("a", "b")]
         for node, ifname in ports:
-            lab.exec(node, ["ethtool", "-K", ifname, "tso", "off", "gso", "off", "gro", "off"],
-                     check=False)
+            lab.exec(node, ["ethtool", "-K", ifname, "tso", "off", "gso", "off", "gro", "off"])
             if obj and node.startswith("r"):
                 lab.exec(node, ["tc", "qdisc", "add", "dev", ifname, "clsact"])
                 lab.exec(node, ["tc", "filter", "add", "dev", ifname, "ingress", "bpf", "da",
