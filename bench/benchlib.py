@@ -2,8 +2,10 @@
 and fabemu's results read from its --json output (docs/json.md), never from its wording.
 Standard library only; the scripts import it from their own directory."""
 import json
+import os
 import statistics
 import subprocess
+from pathlib import Path
 
 
 class BenchError(Exception):
@@ -60,3 +62,35 @@ def fabemu_json(argv, timeout=900, check=True, env=None):
     """Runs fabemu (argv[0] is the binary) with --json; returns the parsed object. BenchError
     with its stderr when it exits non-zero (with check) or prints no JSON."""
     return json_output(run(with_json(argv), timeout=timeout, check=False, env=env), check)
+
+
+class Lab:
+    """A lab of one scenario text, up for a `with` block (`fabemu up` with `extra`), named
+    PREFIX, this process and a count; torn down whatever happens."""
+    counter = 0
+
+    def __init__(self, fabemu, tmp, text, extra=(), prefix="lab"):
+        Lab.counter += 1
+        self.fabemu, self.name = fabemu, f"{prefix}{os.getpid() % 1000}-{Lab.counter}"
+        self.path = Path(tmp) / f"{self.name}.yaml"
+        self.path.write_text(text)
+        self.extra = list(extra)
+
+    def __enter__(self):
+        self.up = fabemu_json([self.fabemu, "up", self.path, "--lab", self.name, "-q"] + self.extra,
+                              timeout=3600)
+        return self
+
+    def __exit__(self, *exc):
+        run([self.fabemu, "down", self.name], timeout=3600, check=False)
+
+    def exec(self, node, argv, timeout=600, check=True):
+        return run([self.fabemu, "exec", f"{self.name}:{node}", "--"] + list(argv), timeout, check)
+
+    def spawn(self, node, argv):
+        return subprocess.Popen([self.fabemu, "exec", f"{self.name}:{node}", "--"] + list(argv),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def status(self):
+        return fabemu_json([self.fabemu, "status", self.name], timeout=120)

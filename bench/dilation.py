@@ -23,39 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import BenchError, fabemu_json, median, run
+from benchlib import BenchError, Lab, fabemu_json, median, run
 
 REPO = Path(__file__).resolve().parent.parent
 # What iperf3's UDP payload is on the wire the link model counts: UDP, IPv4 and Ethernet headers.
 UDP_PAYLOAD, FRAME_OVERHEAD = 1400, 8 + 20 + 14
-
-
-class Lab:
-    """A lab of one scenario text, up for a `with` block; torn down whatever happens."""
-    counter = 0
-
-    def __init__(self, fabemu, tmp, text, extra=()):
-        Lab.counter += 1
-        self.fabemu, self.name = fabemu, f"dl{os.getpid() % 1000}-{Lab.counter}"
-        self.path = Path(tmp) / f"{self.name}.yaml"
-        self.path.write_text(text)
-        self.extra = list(extra)
-
-    def __enter__(self):
-        self.up = fabemu_json([self.fabemu, "up", self.path, "--lab", self.name, "-q"] + self.extra,
-                              timeout=3600)
-        return self
-
-    def __exit__(self, *exc):
-        run([self.fabemu, "down", self.name], timeout=3600, check=False)
-
-    def exec(self, node, argv, timeout=600, check=True):
-        return run([self.fabemu, "exec", f"{self.name}:{node}", "--"] + argv, timeout, check)
-
-    def spawn(self, node, argv):
-        return subprocess.Popen([self.fabemu, "exec", f"{self.name}:{node}", "--"] + argv,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def has_fq(fabemu):
@@ -72,7 +44,7 @@ def section_rate(args, tmp):
                 "links:\n  overrides:\n    - {link: \"h1>sw\", rate: 100gbit}\nrdma: {enabled: off}\n")
     iperf = shutil.which("iperf3") or "/usr/bin/iperf3"
     rows = []
-    with Lab(args.fabemu, tmp, scenario, ["--accept-degraded"]) as lab:
+    with Lab(args.fabemu, tmp, scenario, ["--accept-degraded"], prefix="dl") as lab:
         mode = fabemu_json([args.fabemu, "status", lab.name])["link_model"]
         for proto in ("udp", "tcp"):
             real, wall = [], []
@@ -122,7 +94,7 @@ def section_delay(args, tmp):
                 f"links: {{default: {{rate: 100gbit, delay: {delay_ns}ns}}}}\n"
                 "rdma: {enabled: off}\n")
         out = {}
-        with Lab(args.fabemu, tmp, text) as lab:
+        with Lab(args.fabemu, tmp, text, prefix="dl") as lab:
             for peer, _, _ in pairs:
                 lab.exec("h1", ["ping", "-c", "1", "-W", "30", peer])  # ARP first
                 p = lab.exec("h1", ["ping", "-c", "20", "-i", "0.05", "-q", peer]).stdout

@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import sysconfig
@@ -39,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import BenchError, fabemu_json, median, run
+from benchlib import BenchError, Lab, fabemu_json, median, run
 
 REPO = Path(__file__).resolve().parent.parent
 HOPS = 4  # the chain's links: h1-r1, r1-r2, r2-r3, r3-h2 (the lab's path across its spines)
@@ -70,38 +69,9 @@ def collective_of(fabemu):
     raise BenchError(f"no fabemu-collective beside {fabemu}")
 
 
-class Lab:
-    """A lab built by `fabemu up` from scenario text; down on exit."""
-    COUNT = 0
-
-    def __init__(self, fabemu, tmp, text):
-        Lab.COUNT += 1
-        self.fabemu, self.name = fabemu, f"fc{os.getpid() % 10000}x{Lab.COUNT}"
-        path = Path(tmp) / f"{self.name}.yaml"
-        path.write_text(text)
-        fabemu_json([fabemu, "up", path, "--lab", self.name, "-q"], timeout=300)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        run([self.fabemu, "down", self.name], timeout=300, check=False)
-
-    def exec(self, node, argv, timeout=600, check=True):
-        return run([self.fabemu, "exec", f"{self.name}:{node}", "--"] + list(argv),
-                   timeout=timeout, check=check)
-
-    def spawn(self, node, argv):
-        return subprocess.Popen([self.fabemu, "exec", f"{self.name}:{node}", "--"] + list(argv),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-
-    def status(self):
-        return fabemu_json([self.fabemu, "status", self.name], timeout=120)
-
-    def frames(self):
-        """Frames sent by every port of the lab so far (its links' two ends)."""
-        return sum(l[end]["tx_packets"] for l in self.status()["links"] for end in ("a", "b"))
+def frames(lab):
+    """Frames sent by every port of the lab so far (its links' two ends)."""
+    return sum(l[end]["tx_packets"] for l in lab.status()["links"] for end in ("a", "b"))
 
 
 # ---- the floor: a bare chain of namespaces ---------------------------------------------------
@@ -132,7 +102,7 @@ def chain_floor(fabemu, tmp, seconds, obj=None, links=""):
     """Frame-hops per busy CPU-second of one iperf3 TCP flow h1 -> h2 across the chain, by the IP
     stack or (obj) by the BPF program at the routers' ports; `links`: the scenario's links (the
     link model on every port)."""
-    with Lab(fabemu, tmp, CHAIN + links) as lab:
+    with Lab(fabemu, tmp, CHAIN + links, prefix="fc") as lab:
         st = lab.status()
         ports = [(l[e]["node"], l[e]["ifname"]) for l in st["links"] for e in ("a", "b")]
         for node, ifname in ports:
@@ -146,10 +116,10 @@ def chain_floor(fabemu, tmp, seconds, obj=None, links=""):
         server = lab.spawn("h2", ["iperf3", "-s", "-1"])
         try:
             time.sleep(0.5)
-            f0, c0 = lab.frames(), cpu_busy_s()
+            f0, c0 = frames(lab), cpu_busy_s()
             lab.exec("h1", ["iperf3", "-c", addr["h2"], "-t", str(seconds), "-M", "1448"],
                      timeout=seconds + 60)
-            c1, f1 = cpu_busy_s(), lab.frames()
+            c1, f1 = cpu_busy_s(), frames(lab)
         finally:
             server.kill()
         return (f1 - f0) / max(c1 - c0, 1e-9)
@@ -162,6 +132,12 @@ def lab_text(rate_bps):
             "topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 4}\n"
             "fabric: {mtu: 1500}\nrdma: {enabled: off}\n"
             f"links: {{default: {{rate: {int(rate_bps)}bit}}}}\n")
+
+
+def load_size(rate_bps):
+    """The calibration's allreduce size at `rate_bps` (runtime/calibrate.cpp's size_for): ~0.25 s
+    an iteration, a ring moving 1.75 times it per rank."""
+    return min(max(256 << 10, int(rate_bps / 8 * 0.25 / 1.75)), 256 << 20) & ~4095
 
 
 def allreduce(lab, collective, size, iterations, run_id):
@@ -184,12 +160,12 @@ def lab_rows(fabemu, tmp, rate_bps, tag):
     """The lab at the calibration's load: frame-hops per busy CPU-second, frame-hops per second,
     busbw over the rate; and the 16K allreduce's seconds per ring step beyond the model."""
     collective = collective_of(fabemu)
-    size = max(256 << 10, int(rate_bps / 8 * 0.25 / 1.75)) & ~4095  # ~0.25 s an iteration
-    with Lab(fabemu, tmp, lab_text(rate_bps)) as lab:
+    size = load_size(rate_bps)
+    with Lab(fabemu, tmp, lab_text(rate_bps), prefix="fc") as lab:
         allreduce(lab, collective, 64 << 10, 2, f"{tag}-warm")  # ranks' pages, ARP, caches
-        f0, c0, t0 = lab.frames(), cpu_busy_s(), time.monotonic()
+        f0, c0, t0 = frames(lab), cpu_busy_s(), time.monotonic()
         big = allreduce(lab, collective, size, 10, f"{tag}-big")
-        t1, c1, f1 = time.monotonic(), cpu_busy_s(), lab.frames()
+        t1, c1, f1 = time.monotonic(), cpu_busy_s(), frames(lab)
         small = allreduce(lab, collective, 16 << 10, 20, f"{tag}-small")
     n = small["ranks"]
     model_s = (16 << 10) * 2 * (n - 1) / n * 8 / rate_bps
@@ -258,8 +234,8 @@ def profile(fabemu, tmp, rate_bps, seconds=8):
     """perf record -a -g over the lab at the calibration's load; the share of each part."""
     data = Path(tmp) / "perf.data"
     collective = collective_of(fabemu)
-    size = max(256 << 10, int(rate_bps / 8 * 0.25 / 1.75)) & ~4095
-    with Lab(fabemu, tmp, lab_text(rate_bps)) as lab:
+    size = load_size(rate_bps)
+    with Lab(fabemu, tmp, lab_text(rate_bps), prefix="fc") as lab:
         allreduce(lab, collective, 64 << 10, 2, "prof-warm")
         load = subprocess.Popen(
             [fabemu, "exec", lab.name, "--all", "--", collective, "--collective", "allreduce",
