@@ -409,16 +409,22 @@ TEST_F(CutLinkTest, ACutLinkDelaysLikeALocalLink) {
   }
   // The least of the rounds, as each is the least of its round trips: a timer that releases
   // fq's held packets late (an emulated CPU descheduled, a loaded CI machine) only ever adds to
-  // the delay, so the least is the delay the link model asked for (CI measured 10.24-10.41 ms
-  // through the local link and 10.51-10.95 ms through the cut one one day, 10.06 and 10.58 ms
-  // another: under TCG the cut link's holds come out ~0.3-0.5 ms later).
+  // the delay, so the least is the delay the link model asked for, plus what the emulated CPU
+  // takes to get the released packet going again. Under TCG that is most of a round trip with no
+  // delay at all, and more through the cut link (VXLAN on both machines): CI measured
+  // 10.24-10.41 ms through the local link and 10.51-10.95 ms through the cut one one day, 10.06
+  // and 10.58 another, 10.31 and 11.18 (with 1.57 ms with neither) a third.
   const double l = *std::min_element(local.begin(), local.end()) - base;
   const double c = *std::min_element(cut.begin(), cut.end()) - base;
-  // The cut link as the local one and both near 10 ms, within what an emulated CPU's timers add
-  // (up to ~0.3 ms late on each hold, two holds per round trip: 8%).
-  EXPECT_NEAR(c, l, 10 * 0.08);
-  EXPECT_NEAR(l, 10, 10 * 0.08);
-  EXPECT_NEAR(c, 10, 10 * 0.08);
+  // Within 8% of the delay asked for, or late by up to the undelayed round trip where the
+  // machine is that slow. What this guards against is a delay lost or doubled on one side of a
+  // cut link (5 ms off), which either bound still catches.
+  const double late = std::max(10 * 0.08, base);
+  EXPECT_GE(l, 10 - 10 * 0.08);
+  EXPECT_GE(c, 10 - 10 * 0.08);
+  EXPECT_LE(l, 10 + late);
+  EXPECT_LE(c, 10 + late);
+  EXPECT_NEAR(c, l, late);
 }
 
 TEST_F(ClusterTest, GlooAllreduceAndTorchAcrossTheMachinesAreCorrect) {
