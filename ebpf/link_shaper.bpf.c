@@ -330,6 +330,11 @@ static __always_inline int wire_drop(void) {
 /* One frame on its way through a port: what it is, then what the port decided. */
 struct frame {
   __u64 wire, rate, queue_bytes_ns, ecn_bytes_ns, now;
+  /* A GSO super-frame (fabric.gso) is `segs` wire frames, each with the headers again:
+   * `l2_bytes` of frames (without the overhead), the last frame's `last_wire`, and `early`, how
+   * long before `now` its first frame arrived (0 for a frame that arrived whole). */
+  __u64 l2_bytes, last_wire, early;
+  __u32 segs;
   __u32 in;       /* the port it came in on (0: sent by this node) */
   int guarded_in; /* ... which PFC guards */
   int ll;         /* the lossless class, where PFC applies */
@@ -340,11 +345,66 @@ struct frame {
   int pause_began;
 };
 
+/* The headers each frame of a GSO super-frame carries: Ethernet, IP and TCP (with options) or
+ * UDP. A global function: the verifier checks it once. */
+__attribute__((noinline)) __u32 gso_header_bytes(struct __sk_buff* skb) {
+  if (!skb) return 0;
+  __u8 h[10];
+  __u32 l4, proto;
+  if (skb->protocol == bpf_htons(ETH_P_IP)) {
+    if (bpf_skb_load_bytes(skb, ETH_HLEN, h, 10)) return ETH_HLEN + 20;
+    proto = h[9];
+    l4 = ETH_HLEN + (h[0] & 0xf) * 4;
+  } else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+    if (bpf_skb_load_bytes(skb, ETH_HLEN, h, 8)) return ETH_HLEN + 40;
+    proto = h[6];
+    l4 = ETH_HLEN + 40;
+  } else {
+    return ETH_HLEN;
+  }
+  if (proto == IPPROTO_UDP) return l4 + 8;
+  if (proto != IPPROTO_TCP || bpf_skb_load_bytes(skb, l4 + 12, h, 1)) return l4;
+  return l4 + (h[0] >> 4) * 4;
+}
+
+/* The rate of the link a forwarded frame came in over: its other direction's, which is the same
+ * unless a scenario gives the two directions different rates. */
+__attribute__((noinline)) __u64 rate_in(__u32 in) {
+  struct fabemu_link_cfg* c = bpf_map_lookup_elem(&fabemu_cfg, &in);
+  return c ? c->rate_bps : 0;
+}
+
+/* The frame's size on the wire: one frame, or a GSO super-frame's `segs` frames. A forwarded
+ * super-frame came in as frames one after the other at the rate of the link it came in over, the
+ * last just now: a switch starts sending the first while the others arrive, so the port may
+ * start the super-frame `early` (cut-through at the frame's granularity, as the switch does for
+ * each frame). A host's own super-frame is all there at once, as TCP handed it over. */
+static __always_inline void size_up(struct __sk_buff* skb, const struct fabemu_link_cfg* cfg,
+                                    struct frame* f) {
+  __u32 segs = skb->gso_segs;
+  f->segs = 1;
+  f->l2_bytes = skb->len;
+  f->wire = (__u64)skb->len + cfg->overhead_bytes;
+  f->last_wire = f->wire;
+  f->early = 0;
+  if (segs > 1 && segs < 0x10000) {
+    __u64 hdr = gso_header_bytes(skb);
+    f->segs = segs;
+    f->l2_bytes = skb->len + (segs - 1) * hdr;
+    f->wire = f->l2_bytes + segs * cfg->overhead_bytes;
+    __u64 full = (__u64)skb->gso_size + hdr + cfg->overhead_bytes; /* every frame but the last */
+    f->last_wire = f->wire > (segs - 1) * full ? f->wire - (segs - 1) * full : f->wire;
+    __u64 in_rate = f->in ? rate_in(f->in) : 0;
+    if (in_rate) f->early = (f->wire - f->last_wire) * NS_PER_SEC_BITS / in_rate;
+  }
+  if (f->wire > MAX_WIRE_BYTES) f->wire = MAX_WIRE_BYTES;
+}
+
 /* The frame's size on the wire, the port's limits at its current rate, and its class. */
 static __always_inline void classify(struct __sk_buff* skb, const struct fabemu_link_cfg* cfg,
                                      struct fabemu_link_state* st, struct frame* f) {
-  f->wire = (__u64)skb->len + cfg->overhead_bytes;
-  if (f->wire > MAX_WIRE_BYTES) f->wire = MAX_WIRE_BYTES;
+  f->in = skb->ingress_ifindex;
+  size_up(skb, cfg, f);
   f->rate = cfg->rate_bps < MAX_RATE_BPS ? cfg->rate_bps : MAX_RATE_BPS;
   __u64 queue_bytes = cfg->queue_bytes < MAX_QUEUE_BYTES ? cfg->queue_bytes : MAX_QUEUE_BYTES;
   /* The byte limit as time at the current rate: a live rate change rescales it. */
@@ -360,7 +420,6 @@ static __always_inline void classify(struct __sk_buff* skb, const struct fabemu_
    * the far end's buffer for this link is paused. */
   /* Classified only where PFC applies (this port pauses, or the frame came in over a guarded
    * port): a lab without PFC pays one lookup per forwarded frame, not a parse. */
-  f->in = skb->ingress_ifindex;
   f->guarded_in = f->in && pfc_guarded(f->in);
   f->ll = (f->guarded_in || cfg->pfc_peer) &&
           is_lossless(skb, cfg->lossless_dscp, cfg->lossless_udp_port);
@@ -398,7 +457,9 @@ static __always_inline void schedule(const struct fabemu_link_cfg* cfg,
   if (cfg->flags & FABEMU_LINK_DOWN) {
     f->v = DROP_DOWN;
   } else {
-    __u64 start = st->next_ns > f->now ? st->next_ns : f->now; /* busy until next_ns */
+    /* Busy until next_ns; a forwarded super-frame's first frame was there `early` ago. */
+    __u64 arrived = f->now - f->early;
+    __u64 start = st->next_ns > arrived ? st->next_ns : arrived;
     /* Masks, not branches, for the class's clock: each branch here doubles what the verifier
      * walks from here to the end. */
     const __u64 ll_mask = -(__u64)(f->ll & 1), hold_mask = -((f->hold | -f->hold) >> 63);
@@ -421,19 +482,23 @@ static __always_inline void schedule(const struct fabemu_link_cfg* cfg,
       }
       if (start > st->pause_until) st->pause_until = start;
     }
-    f->wait = start - f->now;
+    f->wait = start > f->now ? start - f->now : 0;
     __u64 rem = st->rate_rem;
     __u64 tx = f->rate ? tx_ns(f->wire, f->rate, &rem) : 0;
+    /* The last frame leaves after it came in (a super-frame onto a faster link). */
+    __u64 done = start + tx;
+    __u64 last = f->now + (f->rate ? f->last_wire * NS_PER_SEC_BITS / f->rate : 0);
+    if (done < last) done = last;
     if (f->v == DROP_WATCHDOG) {
       /* the frame never occupies the link */
     } else if (!f->no_queue_drop && ((cfg->queue_ns && f->wait > cfg->queue_ns) ||
-                                     (f->queue_bytes_ns && f->wait + tx > f->queue_bytes_ns))) {
+                                     (f->queue_bytes_ns && done - f->now > f->queue_bytes_ns))) {
       f->v = DROP_QUEUE; /* tail drop: the frame never occupies the link */
     } else {
       /* The frame arrives at the far end when its last bit does: end of serialization plus
        * propagation. A frame lost on the wire still used the link. A held frame does not
        * move the other classes' clock. */
-      f->done = start + tx;
+      f->done = done;
       st->next_ns = (st->next_ns & hold_mask) | (f->done & ~hold_mask);
       st->ll_next_ns = (f->done & ll_mask) | (st->ll_next_ns & ~ll_mask);
       st->rate_rem = rem;
@@ -469,19 +534,21 @@ static __always_inline int carry_out(struct __sk_buff* skb, const struct fabemu_
   if (f->ll && f->guarded_in && f->done && !f->queue_mode)
     pfc_account(f->in, f->now, f->done, f->wire);
 
-  if (f->v != PASS) cnt->lossless_drops += f->ll & 1;
+  /* Counted in frames: a super-frame's are all dropped, marked or handed on together. */
+  const __u64 segs = f->segs;
+  if (f->v != PASS) cnt->lossless_drops += (f->ll & 1) * segs;
   switch (f->v) {
     case DROP_DOWN:
-      cnt->drop_down++;
+      cnt->drop_down += segs;
       return wire_drop();
     case DROP_LOSS:
-      cnt->drop_loss++;
+      cnt->drop_loss += segs;
       return wire_drop();
     case DROP_QUEUE:
-      cnt->drop_queue++;
+      cnt->drop_queue += segs;
       return TC_ACT_SHOT; /* the port's own queue: see wire_drop() */
     case DROP_WATCHDOG:
-      cnt->drop_watchdog++;
+      cnt->drop_watchdog += segs;
       return wire_drop();
     case PASS:
       break;
@@ -490,7 +557,7 @@ static __always_inline int carry_out(struct __sk_buff* skb, const struct fabemu_
   if (((cfg->ecn_threshold_ns && f->wait > cfg->ecn_threshold_ns) ||
        (f->ecn_bytes_ns && f->wait > f->ecn_bytes_ns)) &&
       bpf_skb_ecn_set_ce(skb) == 1)
-    cnt->ce_marks++;
+    cnt->ce_marks += segs;
   /* Without rate, delay and jitter there is nothing to schedule: leave the socket's stamp. */
   if (f->tstamp && (f->rate || cfg->delay_ns || cfg->jitter_ns)) skb->tstamp = f->tstamp;
   /* Damage on the wire, drawn only where a link has it (loss and jitter sequences stay as they
@@ -500,10 +567,10 @@ static __always_inline int carry_out(struct __sk_buff* skb, const struct fabemu_
   skb->mark &= ~FABEMU_DUP_MARK;
   if (cfg->corrupt | cfg->duplicate) damage(skb, key, copy);
   if (f->ll && f->queue_mode) skb->mark |= FABEMU_LOSSLESS_MARK; /* for the qdisc behind */
-  cnt->packets++;
-  cnt->bytes += skb->len;
-  cnt->lossless_packets += f->ll & 1;
-  cnt->queue_delay_hist[hist_bucket(f->wait)]++;
+  cnt->packets += segs;
+  cnt->bytes += f->l2_bytes;
+  cnt->lossless_packets += (f->ll & 1) * segs;
+  cnt->queue_delay_hist[hist_bucket(f->wait)] += segs;
   /* ECMP per switch. A veth hands the next namespace the skb with a hash (the sending socket's,
    * or the flow hash RPS computed on the way in, with one key for all namespaces), and a
    * router that finds one uses it instead of hashing the headers with a seed of its own: every

@@ -84,12 +84,15 @@ class ShaperTest : public ::testing::Test {
     shaper_.emplace(std::move(*s));
   }
 
+  // `gso_segs` > 1: a GSO super-frame of that many frames of `gso_size` bytes of payload.
   Verdict run(const std::vector<uint8_t>& frame, uint32_t ifindex = kLo, uint64_t tstamp = 0,
-              uint32_t ingress_ifindex = 0) {
+              uint32_t ingress_ifindex = 0, uint32_t gso_segs = 0, uint32_t gso_size = 0) {
     __sk_buff ctx{}, ctx_out{};
     ctx.ifindex = ifindex;
     ctx.tstamp = tstamp;
     ctx.ingress_ifindex = ingress_ifindex;
+    ctx.gso_segs = gso_segs;
+    ctx.gso_size = gso_size;
     Verdict v;
     v.frame.resize(frame.size() + 64);
     bpf_test_run_opts opts{};
@@ -348,6 +351,43 @@ TEST_F(ShaperTest, At400GbitAnIdleLinkAdds30nsPerFrame) {
     EXPECT_GE(v.tstamp, before + 30);  // 1500 * 8 / 400e9 s
     EXPECT_LE(v.tstamp, after + 30 * (i + 1));
   }
+}
+
+// fabric.gso: a super-frame is its frames on the wire, each with the headers again, counted as
+// frames. A host's own leaves when all of it is serialized; a forwarded one came in as frames at
+// the rate of the link it came in over, the last just now, and the port sent each on as it came:
+// on an idle port it leaves one frame's time after the last came in.
+TEST_F(ShaperTest, AGsoSuperFrameIsItsFramesAndAForwardedOneIsSentOnAsItCame) {
+  constexpr uint32_t kIn = 4001, kSegs = 10, kPayload = 300, kHeaders = 14 + 20 + 8;
+  constexpr uint64_t kNsPerByte = 8000;  // 1 Mbit/s: milliseconds a super-frame
+  set(unqueued(1'000'000));
+  set(unqueued(1'000'000), kIn);
+  const auto frame = udp_frame(kHeaders + kSegs * kPayload);
+  const uint64_t wire = kSegs * (kHeaders + kPayload), last = kHeaders + kPayload;
+
+  uint64_t before = mono_ns();
+  Verdict own = run(frame, kLo, 0, 0, kSegs, kPayload);
+  uint64_t after = mono_ns();
+  ASSERT_EQ(own.action, TC_ACT_OK);
+  EXPECT_GE(own.tstamp, before + wire * kNsPerByte);
+  EXPECT_LE(own.tstamp, after + wire * kNsPerByte);
+  LinkCounters c = counters();
+  EXPECT_EQ(c.packets, kSegs);
+  EXPECT_EQ(c.bytes, wire);
+
+  ASSERT_TRUE(shaper_->remove(kLo));  // an idle port again
+  set(unqueued(1'000'000));
+  before = mono_ns();
+  Verdict fwd = run(frame, kLo, 0, kIn, kSegs, kPayload);
+  after = mono_ns();
+  ASSERT_EQ(fwd.action, TC_ACT_OK);
+  EXPECT_GE(fwd.tstamp, before + last * kNsPerByte);
+  EXPECT_LE(fwd.tstamp, after + last * kNsPerByte);
+  // The next one right behind: the port is busy until then, and sends all of it after.
+  Verdict next = run(frame, kLo, 0, kIn, kSegs, kPayload);
+  ASSERT_EQ(next.action, TC_ACT_OK);
+  EXPECT_EQ(next.tstamp - fwd.tstamp, wire * kNsPerByte);
+  EXPECT_EQ(counters().packets, 2 * kSegs);
 }
 
 TEST_F(ShaperTest, QueueLimitTailDrops) {
