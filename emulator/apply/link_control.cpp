@@ -8,6 +8,7 @@
 #include "shaping/bpffs.h"
 #include "shaping/port_setup.h"
 #include "util/files.h"
+#include "util/units.h"
 
 namespace fabemu {
 
@@ -126,6 +127,28 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
                           "): delay and jitter would not be added, nor PFC hold the lossless "
                           "class; --accept-degraded sets the rest anyway",
                       EOPNOTSUPP);
+  if (model.scenario.fabric.gso_bytes &&
+      (change.loss.value_or(0) > 0 || change.loss_burst || change.corrupt.value_or(0) > 0 ||
+       change.duplicate.value_or(0) > 0))
+    return make_error("lab " + paths.lab +
+                          " sends GSO super-frames (fabric.gso): loss and damage are drawn per "
+                          "frame and would meet a super-frame whole",
+                      EINVAL);
+  // A queue shallower than two super-frames drops them whole (as the scenario check says): every
+  // direction is checked before any changes.
+  const uint64_t gso = model.scenario.fabric.gso_bytes;
+  for (const Direction& d : gso ? *dirs : std::vector<Direction>{}) {
+    auto cfg = dp.port_config(port_ifindex(d.link, d.b_to_a));
+    if (!cfg) continue;
+    LinkShape merged = to_real(to_shape(*cfg), model.time_scale);
+    merged.merge(change);
+    if (const auto q = queue_capacity_bytes(merged); q && *q < 2 * gso)
+      return make_error("lab " + paths.lab + ": " + direction_name(t, d.link, d.b_to_a) + " (" +
+                            merged.str() + ") would queue " + format_size(*q) +
+                            " before it drops, less than two of its GSO super-frames (fabric.gso); "
+                            "give it a deeper queue",
+                        EINVAL);
+  }
   std::vector<LinkChange> out;
   for (const Direction& d : *dirs) {
     // A lab across machines: each shapes the directions that leave its own nodes.

@@ -24,10 +24,14 @@ Result<void> shape_port_here(LinkShaper& shaper, const ShapePort& p, NetlinkSock
                       EINVAL);
   FABEMU_TRY(shaper.set(p));
   if (set_gso) {
-    if (auto r = set_gso_max_segs(rtnl, static_cast<int>(p.ifindex), 1); !r)
+    if (auto r = set_gso_max_segs(rtnl, static_cast<int>(p.ifindex), p.gso_max_segs); !r)
       return r.error().context(where + " (kernels before 5.19 cannot change it after creation)");
   }
-  if (auto r = disable_offloads(p.ifname); !r) return r.error().context(where);
+  // With fabric.gso the super-frames stay whole through the fabric: segmentation and checksum
+  // offloads on, as the kernel makes a veth.
+  if (p.gso_max_segs <= 1) {
+    if (auto r = disable_offloads(p.ifname); !r) return r.error().context(where);
+  }
   if (p.fq) {
     if (auto r = replace_root_fq(rtnl, static_cast<int>(p.ifindex), *p.fq); !r)
       return r.error().context(where);

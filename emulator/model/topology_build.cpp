@@ -4,6 +4,7 @@
 
 #include "model/generators.h"
 #include "model/topology.h"
+#include "util/units.h"
 
 namespace fabemu {
 namespace {
@@ -71,6 +72,26 @@ Result<void> resolve_shapes(const Scenario& s, Topology& t) {
       if (!ref->one_way) (a_first ? l.b_to_a : l.a_to_b).merge(o.shape);
     }
   }
+  return ok();
+}
+
+// fabric.gso: TCP keeps up to two super-frames of a flow in its port's queue (TCP small queues);
+// a shallower queue drops them whole, and TCP through it collapses.
+Result<void> check_gso_queues(const Scenario& s, const Topology& t) {
+  const uint64_t need = 2 * uint64_t{s.fabric.gso_bytes};
+  for (const Link& l : t.links)
+    for (bool b_to_a : {false, true}) {
+      const LinkShape& shape = b_to_a ? l.b_to_a : l.a_to_b;
+      const auto q = queue_capacity_bytes(shape);
+      if (!s.fabric.gso_bytes || !q || *q >= need) continue;
+      const std::string a = t.nodes[l.a.node].name, b = t.nodes[l.b.node].name;
+      return at(s.fabric.gso_loc,
+                "fabric.gso: a port's queue must hold two super-frames (" + format_size(need) +
+                    "), and " + (b_to_a ? b + ">" + a : a + ">" + b) + " (" + shape.str() +
+                    ") holds " + format_size(*q) +
+                    " before it drops; give its links a deeper queue (queue: " + format_size(need) +
+                    ") or make gso smaller");
+    }
   return ok();
 }
 
@@ -194,6 +215,7 @@ Result<Topology> build_topology(const Scenario& s) {
     t.name_ovs_ports();
   }
   FABEMU_TRY(resolve_shapes(s, t));
+  FABEMU_TRY(check_gso_queues(s, t));
   FABEMU_TRY(resolve_hosts(s, t));
   FABEMU_TRY(check_workload_and_faults(s, t));
   for (size_t m = 0; m < s.placement.machines.size(); ++m)

@@ -155,6 +155,7 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
     p.fq.reset();
   }
   if (!options.fq && options.htb) p.htb = htb_params_for(p.shape);
+  p.gso_max_segs = gso_max_segs_for(m.scenario.fabric);
   return p;
 }
 
@@ -400,11 +401,15 @@ void plan_links(Plan& plan, const PlanContext& c) {
         const int node = b_side ? l.b.node : l.a.node, peer = b_side ? l.a.node : l.b.node;
         if (!c.local(node) || c.local(peer)) continue;
         const MachinePart& part = *m.part;
-        CreateVxlan x{node_ns(m, paths, node),   b_side ? l.b.ifname : l.a.ifname,
-                      port_ifindex(id, b_side),  vxlan_id(pool, id),
-                      part.underlay[part.index], part.underlay[part.placement.machine_of[peer]],
-                      part.underlay_dev,         m.scenario.fabric.mtu,
-                      c.shaped ? 1u : 0u};
+        CreateVxlan x{node_ns(m, paths, node),
+                      b_side ? l.b.ifname : l.a.ifname,
+                      port_ifindex(id, b_side),
+                      vxlan_id(pool, id),
+                      part.underlay[part.index],
+                      part.underlay[part.placement.machine_of[peer]],
+                      part.underlay_dev,
+                      m.scenario.fabric.mtu,
+                      c.shaped ? gso_max_segs_for(m.scenario.fabric) : 0u};
         if (c.fixed_macs) x.mac = port_mac(pool, id, b_side);
         plan.actions.push_back(std::move(x));
         ++plan.tunnels;
@@ -414,7 +419,7 @@ void plan_links(Plan& plan, const PlanContext& c) {
     CreateVeth v{node_ns(m, paths, l.a.node), l.a.ifname,
                  node_ns(m, paths, l.b.node), l.b.ifname,
                  m.scenario.fabric.mtu,       port_ifindex(id, false),
-                 port_ifindex(id, true),      c.shaped ? 1u : 0u};
+                 port_ifindex(id, true),      c.shaped ? gso_max_segs_for(m.scenario.fabric) : 0u};
     if (c.fixed_macs) {
       v.mac_a = port_mac(pool, id, false);
       v.mac_b = port_mac(pool, id, true);

@@ -46,8 +46,8 @@ struct CreateVeth {
   // Lab-unique (see port_ifindex): the link model's maps are keyed by ifindex. 0: the kernel's
   // choice.
   uint32_t ifindex_a = 0, ifindex_b = 0;
-  // 1 on shaped ports: TCP then hands the port one wire packet per skb, so that a loss, a mark
-  // and a departure time each concern one packet. 0: the kernel's default.
+  // On shaped ports gso_max_segs_for (plan/port_params.h): 1 unless fabric.gso is on. 0: the
+  // kernel's default.
   uint32_t gso_max_segs = 0;
   // Fixed MACs where OVS switches rewrite Ethernet headers from the plan; unset: random.
   std::optional<Mac> mac_a, mac_b;
@@ -137,6 +137,9 @@ struct ShapePort {
   // direction has no PFC. `lossless` is the lab's class (the same on every port).
   uint32_t pfc_peer = 0;
   FabricSpec::Lossless lossless;
+  // The most frames in one skb TCP may hand the port (gso_max_segs_for): 1, or with fabric.gso
+  // more, and the port's segmentation offloads stay on.
+  uint32_t gso_max_segs = 1;
 };
 
 // A permanent ARP entry: the peer of a /31 port, at the MAC the plan gave it.

@@ -37,6 +37,12 @@ FqParams fq_params_for(const LinkShape& shape) {
   return p;
 }
 
+uint32_t gso_max_segs_for(const FabricSpec& fabric) {
+  if (!fabric.gso_bytes) return 1;
+  constexpr uint32_t kTcpIpHeaders = 52;  // IPv4 and TCP with timestamps
+  return std::max<uint32_t>(2, fabric.gso_bytes / (fabric.mtu - kTcpIpHeaders));
+}
+
 std::optional<HtbParams> htb_params_for(const LinkShape& shape) {
   if (!shape.rate_bps || !*shape.rate_bps) return std::nullopt;
   const double bytes_per_s = double(*shape.rate_bps) / 8;

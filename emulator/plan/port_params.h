@@ -10,10 +10,7 @@
 
 namespace fabemu {
 
-// A rate-limited link with neither queue limit gets this one. Deep enough for TCP at the rates
-// emulated here, and it keeps an unresponsive flood from pushing departures seconds ahead (which
-// `fq` would drop past its horizon) or from making a policer let through an unbounded burst.
-inline constexpr uint64_t kDefaultQueueNs = 10'000'000;
+// kDefaultQueueNs (scenario/scenario.h): the queue of a rate-limited link with neither limit.
 
 // The fq qdisc under a shaped port releases each packet at the departure time the program
 // gave it. Its limits must hold every packet the link model lets wait: a port holds up to
@@ -42,6 +39,13 @@ struct HtbParams {
 };
 
 // htb for a port shaped like `shape`; unset when the shape has no rate (nothing to hold).
+// (htb sends a packet when its tokens are not negative and charges it after: a GSO super-frame
+// goes at once, and the frames after it wait until it is paid for.)
 std::optional<HtbParams> htb_params_for(const LinkShape& shape);
+
+// The most frames in one skb that TCP may hand a shaped port: 1 (one wire frame per skb, so that a
+// loss, a mark and a departure time each concern one frame) unless fabric.gso is on, then its
+// size in full frames of the fabric's MTU.
+uint32_t gso_max_segs_for(const FabricSpec& fabric);
 
 }  // namespace fabemu

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "scenario/link_shape_yaml.h"
@@ -64,7 +65,7 @@ FabricSpec::Lossless read_lossless(const Field& f) {
 }
 
 FabricSpec read_fabric(const Field& f) {
-  f.check_keys({"switch", "ecmp_hash", "mtu", "ovs_datapath", "lossless", "routing", "bfd"});
+  f.check_keys({"switch", "ecmp_hash", "mtu", "ovs_datapath", "lossless", "routing", "bfd", "gso"});
   FabricSpec fabric;
   if (auto r = f.find("routing"))
     fabric.routing = r->choice<Routing>({{"static", Routing::Static}, {"bgp", Routing::Bgp}});
@@ -102,6 +103,17 @@ FabricSpec read_fabric(const Field& f) {
   }
   // 576 is the smallest MTU IPv4 guarantees; 65535 the largest a veth takes.
   if (auto m = f.find("mtu")) fabric.mtu = static_cast<uint32_t>(m->integer(576, 65535));
+  if (auto g = f.find("gso"); g && !(g->is_scalar() && g->str() == "off")) {
+    const uint64_t bytes = g->parsed(parse_size_bytes);
+    // A veth takes super-frames up to 64K (without BIG TCP); two frames is the least that is one.
+    if (bytes < 2 * uint64_t{fabric.mtu} || bytes > 65536)
+      g->fail("off or a size from two frames (2 x mtu: " + std::to_string(2 * fabric.mtu) +
+              ") to 64K, e.g. 64K");
+    if (fabric.switch_kind == SwitchKind::Ovs)
+      g->fail("not with switch: ovs (OVS switches take one frame at a time); use switch: router");
+    fabric.gso_bytes = static_cast<uint32_t>(bytes);
+    fabric.gso_loc = g->loc();
+  }
   if (fabric.routing == Routing::Bgp && fabric.switch_kind != SwitchKind::Router)
     f.find("routing")->fail(
         "routing: bgp runs FRR on router switches (switch: router); OVS and bridge switches "
@@ -167,16 +179,34 @@ HostsSpec read_hosts(const Field& f) {
   return hosts;
 }
 
-LinksSpec read_links(const Field& f, uint32_t mtu) {
+// The draws per frame (loss, damage) need one frame per skb: a GSO super-frame would be lost,
+// corrupted or sent twice whole.
+void refuse_per_frame_draws(const Field& map, const LinkShape& shape, const FabricSpec& fabric) {
+  if (!fabric.gso_bytes) return;
+  const std::pair<const char*, bool> draws[] = {{"loss", shape.loss.value_or(0) > 0},
+                                                {"loss_burst", shape.loss_burst.has_value()},
+                                                {"corrupt", shape.corrupt.value_or(0) > 0},
+                                                {"duplicate", shape.duplicate.value_or(0) > 0}};
+  for (const auto& [key, set] : draws)
+    if (set)
+      map.at(key).fail(
+          std::string(key) + " is drawn per frame, and with fabric.gso a super-frame of up to " +
+          std::to_string(fabric.gso_bytes) + " bytes would meet it whole; set gso: off");
+}
+
+LinksSpec read_links(const Field& f, const FabricSpec& fabric) {
+  const uint32_t mtu = fabric.mtu;
   LinksSpec links;
   // Every key but these two names a link class; the topology model checks that it exists.
   for (const auto& [key, value] : f.entries()) {
     std::string name = key.node().Scalar();
     if (name == "default") {
       links.defaults = read_link_shape_only(value, mtu);
+      refuse_per_frame_draws(value, links.defaults, fabric);
     } else if (name != "overrides") {
       links.classes[name] = read_link_shape_only(value, mtu);
       links.class_locs[name] = key.loc();
+      refuse_per_frame_draws(value, links.classes[name], fabric);
     }
   }
   auto overrides = f.find("overrides");
@@ -186,6 +216,7 @@ LinksSpec read_links(const Field& f, uint32_t mtu) {
     item.check_keys(link_shape_keys_and({"link"}));
     Field link = item.at("link");
     LinkOverride o{read_link_name(link), read_link_shape(item, mtu), item.loc()};
+    refuse_per_frame_draws(item, o.shape, fabric);
     if (!seen.insert(o.link).second) link.fail("link '" + o.link + "' has a second override");
     if (o.shape.empty()) item.fail("sets nothing; give link-shape keys, e.g. {loss: 1%}");
     links.overrides.push_back(std::move(o));
@@ -270,7 +301,7 @@ Scenario read_scenario(const Field& root) {
   if (auto f = section(root, "fabric")) s.fabric = read_fabric(*f);
   s.topology = read_topology(root.at("topology"), s.fabric.mtu);
   if (auto f = section(root, "hosts")) s.hosts = read_hosts(*f);
-  if (auto f = section(root, "links")) s.links = read_links(*f, s.fabric.mtu);
+  if (auto f = section(root, "links")) s.links = read_links(*f, s.fabric);
   if (auto f = section(root, "rdma")) s.rdma = read_rdma(*f);
   if (auto f = section(root, "workload")) s.workload = read_workload(*f, s.fabric.mtu);
   if (auto f = section(root, "faults")) s.faults = read_faults(*f, s.fabric.mtu);

@@ -1,6 +1,8 @@
 // Small behaviour of the scenario data: locations as text and merging of optional settings.
 #include "scenario/scenario.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "util/units.h"
@@ -44,6 +46,17 @@ void LinkShape::merge(const LinkShape& over) {
   take_if_set(pfc, over.pfc);
   take_if_set(corrupt, over.corrupt);
   take_if_set(duplicate, over.duplicate);
+}
+
+std::optional<uint64_t> queue_capacity_bytes(const LinkShape& s) {
+  if (!s.rate_bps.value_or(0)) return std::nullopt;
+  const bool timed = s.queue_ns.value_or(0) > 0, sized = s.queue_bytes.value_or(0) > 0;
+  const uint64_t ns = timed ? *s.queue_ns : sized ? 0 : kDefaultQueueNs;
+  uint64_t bytes = sized ? *s.queue_bytes : UINT64_MAX;
+  if (ns)
+    bytes = std::min<uint64_t>(bytes,
+                               static_cast<uint64_t>(double(ns) * 1e-9 * double(*s.rate_bps) / 8));
+  return bytes;
 }
 
 std::string LinkShape::str() const {

@@ -64,6 +64,15 @@ struct LinkShape {
   bool operator==(const LinkShape&) const = default;
 };
 
+// A rate-limited link with neither queue limit gets this one. Deep enough for TCP at the rates
+// emulated here, and it keeps an unresponsive flood from pushing departures seconds ahead (which
+// `fq` would drop past its horizon) or from making a policer let through an unbounded burst.
+inline constexpr uint64_t kDefaultQueueNs = 10'000'000;
+
+// The bytes a rate-limited direction queues before it tail-drops: its byte limit, or its time
+// limit (kDefaultQueueNs with neither) at its rate, whichever is less. Unset without a rate.
+std::optional<uint64_t> queue_capacity_bytes(const LinkShape& s);
+
 enum class TopologyKind { LeafSpine, FatTree, RailOptimized, Explicit };
 
 struct LeafSpineSpec {
@@ -124,6 +133,11 @@ struct FabricSpec {
   OvsDatapath ovs_datapath = OvsDatapath::Auto;  // with switch_kind Ovs only
   EcmpHash ecmp_hash = EcmpHash::L4;
   uint32_t mtu = 1500;
+  // fabric.gso: the largest GSO super-frame TCP may hand a shaped port (bytes; 0: off, every skb
+  // one wire frame). The link model counts and times a super-frame as its frames, but drops,
+  // marks and delays them together (docs/scenario.md, "Segmentation offload").
+  uint32_t gso_bytes = 0;
+  SourceLoc gso_loc;
   Routing routing = Routing::Static;
   // BFD on every BGP session (routing: bgp), in the real fabric's time; unset: bfd: off (BGP's
   // own hold timer detects failures).

@@ -2,6 +2,7 @@
 // checks, and a corpus of malformed files whose errors must name file, line, column and field.
 #include "scenario/loader.h"
 #include "model/lab_model.h"
+#include "plan/port_params.h"
 #include "scenario/link_shape_text.h"
 
 #include <gtest/gtest.h>
@@ -240,6 +241,33 @@ TEST(Loader, HostsClockAndTmp) {
             "test.yaml:3:16: hosts.clock: unknown value 'real'; valid: wall, fabric");
   EXPECT_EQ(load_error(std::string(kMinimal) + "hosts:\n  tmp: host\n"),
             "test.yaml:4:8: hosts.tmp: unknown value 'host'; valid: private, shared");
+}
+
+// fabric.gso: off or a super-frame size; not where draws per frame (loss, damage) would meet a
+// super-frame whole, nor with OVS switches.
+TEST(Loader, GsoIsASizeAndRefusesPerFrameDraws) {
+  EXPECT_EQ(load_ok(kMinimal).fabric.gso_bytes, 0u);
+  EXPECT_EQ(load_ok(std::string(kMinimal) + "fabric: {gso: off}\n").fabric.gso_bytes, 0u);
+  Scenario s =
+      load_ok(std::string(kMinimal) + "fabric: {gso: 64K}\nlinks: {default: {loss: 0%}}\n");
+  EXPECT_EQ(s.fabric.gso_bytes, 65536u);
+  EXPECT_EQ(gso_max_segs_for(s.fabric), 45u);  // 65536 / 1448
+  EXPECT_EQ(gso_max_segs_for(FabricSpec{}), 1u);
+  EXPECT_EQ(load_error(std::string(kMinimal) + "fabric: {gso: 2K}\n"),
+            "test.yaml:3:15: fabric.gso: off or a size from two frames (2 x mtu: 3000) to "
+            "64K, e.g. 64K");
+  EXPECT_NE(load_error(std::string(kMinimal) + "fabric: {switch: ovs, gso: 64K}\n")
+                .find("not with switch: ovs"),
+            std::string::npos);
+  EXPECT_EQ(
+      load_error(std::string(kMinimal) + "fabric: {gso: 32K}\nlinks:\n  default: {loss: 1%}\n"),
+      "test.yaml:5:19: links.default.loss: loss is drawn per frame, and with fabric.gso a "
+      "super-frame of up to 32768 bytes would meet it whole; set gso: off");
+  EXPECT_NE(load_error(std::string(kMinimal) +
+                       "fabric: {gso: 32K}\nlinks:\n  overrides:\n    - {link: \"h1:leaf1\", "
+                       "duplicate: 1%}\n")
+                .find("links.overrides[0].duplicate: duplicate is drawn per frame"),
+            std::string::npos);
 }
 
 TEST(Loader, OneDirectionLinkOverride) {
