@@ -64,10 +64,11 @@ const std::optional<std::vector<std::string>>& Capabilities::congestion_controls
   return *congestion_;
 }
 
-std::optional<Capacity> Capabilities::capacity(bool measure, std::string& why) {
-  if (capacity_) return capacity_;
-  auto c = probe_.capacity(measure, why);
-  if (c) capacity_ = c;
+std::optional<Capacity> Capabilities::capacity(bool measure, std::string& why, CapacityKind kind) {
+  std::optional<Capacity>& kept = capacity_[kind == CapacityKind::Gso];
+  if (kept) return kept;
+  auto c = probe_.capacity(measure, why, kind);
+  if (c) kept = c;
   return c;
 }
 
@@ -267,6 +268,8 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& 
   // A machine of a lab across machines carries its own ports' share; the launcher takes the
   // largest factor any machine needs.
   auto demand = lab_demand(m);
+  // A lab with GSO super-frames through its fabric divides by what the machine carries so.
+  const CapacityKind kind = capacity_kind(m.scenario.fabric);
   if (demand && m.part) demand = machine_loads(m, m.part->placement).at(m.part->index).demand;
   if (automatic) {
     if (!demand)
@@ -275,7 +278,7 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& 
                             "this machine's capacity); give links a rate or time_scale a number",
                         EINVAL);
     std::string why;
-    auto cap = caps.capacity(/*measure=*/true, why);
+    auto cap = caps.capacity(/*measure=*/true, why, kind);
     if (!cap) return refused(source + ": auto needs this machine's capacity: " + why);
     // Bandwidth: the lab's frames over what the machine forwards. Latency: the machine's
     // per-step overhead a small part of the shortest collective step.
@@ -283,15 +286,16 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& 
     const double latency = latency_time_scale(m, *cap);
     out.scale.factor = readable_factor(std::max(bandwidth, latency));
     out.why = printf_string(
-        "auto: %.3g frame-hops/s over this machine's %.3g is x%.0f; its %.2g ms a collective "
+        "auto: %.3g frame-hops/s over this machine's %.3g%s is x%.0f; its %.2g ms a collective "
         "step under 5%% of the smallest step needs x%.0f",
-        *demand, cap->frame_hops_per_s, bandwidth, cap->step_overhead_s * 1e3, latency);
+        *demand, cap->frame_hops_per_s, kind == CapacityKind::Gso ? " (with GSO super-frames)" : "",
+        bandwidth, cap->step_overhead_s * 1e3, latency);
     return out;
   }
   out.scale.factor = factor;
   if (factor != 1 || !flag.empty()) out.why = source;
   std::string why;
-  if (auto cap = caps.capacity(/*measure=*/false, why); cap && demand) {
+  if (auto cap = caps.capacity(/*measure=*/false, why, kind); cap && demand) {
     // Either limit may be the one the factor misses: say which (the frames fit and the steps'
     // overhead does not is common for a small lab in real time).
     const double bandwidth = *demand / cap->frame_hops_per_s;
@@ -345,16 +349,22 @@ std::vector<FeatureProbe> capability_rows(Capabilities& caps, bool calibrate) {
                   cc ? "hosts.tcp_congestion may be one of: " + list
                      : "net.ipv4.tcp_allowed_congestion_control is unreadable",
                   {}});
-  std::string why;
-  const auto cap = caps.capacity(calibrate, why);
-  rows.push_back(
-      {"capacity", {}, cap ? ProbeStatus::Yes : ProbeStatus::Unknown, cap ? cap->detail : why, {}});
-  if (cap)
-    rows.back().figures = {{"frame_hops_per_s", cap->frame_hops_per_s},
-                           {"link_bps", cap->link_bps},
-                           {"busbw_ratio", cap->ratio},
-                           {"hosts", cap->hosts},
-                           {"step_overhead_s", cap->step_overhead_s}};
+  // The capacity one frame per skb, and with GSO super-frames through the fabric (fabric.gso).
+  for (CapacityKind kind : {CapacityKind::Plain, CapacityKind::Gso}) {
+    std::string why;
+    const auto cap = caps.capacity(calibrate, why, kind);
+    rows.push_back({kind == CapacityKind::Gso ? "capacity_gso" : "capacity",
+                    {},
+                    cap ? ProbeStatus::Yes : ProbeStatus::Unknown,
+                    cap ? cap->detail : why,
+                    {}});
+    if (cap)
+      rows.back().figures = {{"frame_hops_per_s", cap->frame_hops_per_s},
+                             {"link_bps", cap->link_bps},
+                             {"busbw_ratio", cap->ratio},
+                             {"hosts", cap->hosts},
+                             {"step_overhead_s", cap->step_overhead_s}};
+  }
   return rows;
 }
 

@@ -56,7 +56,9 @@ class KernelProbe {
   // How much emulated traffic this machine carries in real time (runtime/calibrate.h): kept
   // from earlier this boot, else measured now when `measure` (~30 s); unset with `why` when
   // neither.
-  virtual std::optional<Capacity> capacity(bool measure, std::string& why) = 0;
+  // `kind`: with or without GSO super-frames through the fabric (model/time_scale.h).
+  virtual std::optional<Capacity> capacity(bool measure, std::string& why,
+                                           CapacityKind kind = CapacityKind::Plain) = 0;
 };
 
 // Each answer asked of the probe once, when first needed: a scenario without OVS never probes
@@ -74,7 +76,8 @@ class Capabilities {
   const Capability& cgroup(const std::string& controller);
   const std::optional<std::vector<std::string>>& congestion_controls();
   // Measured when `measure` and nothing is kept; `why` says why there is none.
-  std::optional<Capacity> capacity(bool measure, std::string& why);
+  std::optional<Capacity> capacity(bool measure, std::string& why,
+                                   CapacityKind kind = CapacityKind::Plain);
 
  private:
   KernelProbe& probe_;
@@ -82,7 +85,7 @@ class Capabilities {
   std::map<std::string, Capability> cgroups_;
   std::optional<LinkModelCapability> link_model_;
   std::optional<std::optional<std::vector<std::string>>> congestion_;
-  std::optional<Capacity> capacity_;
+  std::optional<Capacity> capacity_[2];  // by CapacityKind
 };
 
 struct ChoiceOptions {

@@ -41,7 +41,8 @@ KernelInfo kernel_info();
 // measuring runs a lab, a layer above the doctor): the link model's mode on this kernel and
 // where each trial's line goes.
 using Calibrator = std::function<Result<Capacity>(
-    const PlanOptions& plan, const std::function<void(const std::string&)>& progress)>;
+    const PlanOptions& plan, const std::function<void(const std::string&)>& progress,
+    CapacityKind kind)>;
 
 // Runs every probe, in a fixed order, and returns one entry per feature id. Network probes run
 // in a throwaway network namespace on a dedicated thread, so the host's interfaces are never

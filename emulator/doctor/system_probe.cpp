@@ -41,12 +41,21 @@ std::string capacity_key() {
   return boot_id() + " cpus " + std::to_string(::sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-// The capacity measured earlier this boot, if any (no root needed).
-std::optional<Capacity> kept_capacity(const std::string& run_root) {
+// The kept capacities: {"key": ..., "plain": {...}, "gso": {...}}, each kind once measured;
+// an object for another boot or CPU count is no one's.
+nlohmann::json kept_capacities(const std::string& run_root) {
   auto text = read_file(run_root + "/capacity");
-  if (!text) return std::nullopt;
-  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("key", "") != capacity_key()) return std::nullopt;
+  if (!text) return nlohmann::json::object();
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("key", "") != capacity_key()) return nlohmann::json::object();
+  return j;
+}
+
+// The capacity of `kind` measured earlier this boot, if any (no root needed).
+std::optional<Capacity> kept_capacity(const std::string& run_root, CapacityKind kind) {
+  const nlohmann::json all = kept_capacities(run_root);
+  if (!all.contains(to_string(kind)) || !all[to_string(kind)].is_object()) return std::nullopt;
+  const nlohmann::json& j = all[to_string(kind)];
   Capacity c;
   c.frame_hops_per_s = j.value("frame_hops_per_s", 0.0);
   c.step_overhead_s = j.value("step_overhead_s", 0.0);
@@ -58,15 +67,16 @@ std::optional<Capacity> kept_capacity(const std::string& run_root) {
   return c;
 }
 
-// Keeps `c` for the rest of the boot (best effort).
-void keep_capacity(const std::string& run_root, const Capacity& c) {
-  const nlohmann::json j = {{"key", capacity_key()},
-                            {"frame_hops_per_s", c.frame_hops_per_s},
-                            {"step_overhead_s", c.step_overhead_s},
-                            {"link_bps", c.link_bps},
-                            {"ratio", c.ratio},
-                            {"hosts", c.hosts},
-                            {"detail", c.detail}};
+// Keeps `c` as this boot's capacity of `kind` beside the other kind's (best effort).
+void keep_capacity(const std::string& run_root, CapacityKind kind, const Capacity& c) {
+  nlohmann::json j = kept_capacities(run_root);
+  j["key"] = capacity_key();
+  j[to_string(kind)] = {{"frame_hops_per_s", c.frame_hops_per_s},
+                        {"step_overhead_s", c.step_overhead_s},
+                        {"link_bps", c.link_bps},
+                        {"ratio", c.ratio},
+                        {"hosts", c.hosts},
+                        {"detail", c.detail}};
   // Written aside and renamed: a reader never sees half of it.
   const std::string path = run_root + "/capacity", tmp = path + "." + std::to_string(::getpid());
   if (make_dirs(run_root) && write_file(tmp, j.dump() + "\n") &&
@@ -230,9 +240,9 @@ Capability SystemProbe::cgroup(const std::string& controller) {
   return {ProbeStatus::Yes, layout.describe() + ": a child cgroup took a " + controller + " limit"};
 }
 
-std::optional<Capacity> SystemProbe::capacity(bool measure, std::string& why) {
+std::optional<Capacity> SystemProbe::capacity(bool measure, std::string& why, CapacityKind kind) {
   if (!fresh_ || !measure)
-    if (auto kept = kept_capacity(run_root_)) return kept;
+    if (auto kept = kept_capacity(run_root_, kind)) return kept;
   if (!measure) {
     why =
         "not calibrated this boot: `fabemu doctor --calibrate` measures it (~30 s), as does "
@@ -255,13 +265,15 @@ std::optional<Capacity> SystemProbe::capacity(bool measure, std::string& why) {
     plan.htb = htb().yes();
   }
   if (progress)
-    progress("calibrating what this machine carries in real time (once per boot, ~15 s)");
-  auto c = calibrator(plan, progress);
+    progress(std::string("calibrating what this machine carries in real time") +
+             (kind == CapacityKind::Gso ? " with GSO super-frames (fabric.gso)" : "") +
+             " (once per boot, ~15 s)");
+  auto c = calibrator(plan, progress, kind);
   if (!c) {
     why = "calibration failed: " + c.error().what();
     return std::nullopt;
   }
-  keep_capacity(run_root_, *c);
+  keep_capacity(run_root_, kind, *c);
   return *c;
 }
 

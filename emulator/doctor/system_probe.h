@@ -27,7 +27,8 @@ class SystemProbe : public KernelProbe {
   Capability rxe() override;
   Capability cgroup(const std::string& controller) override;
   std::optional<std::vector<std::string>> congestion_controls() override;
-  std::optional<Capacity> capacity(bool measure, std::string& why) override;
+  std::optional<Capacity> capacity(bool measure, std::string& why,
+                                   CapacityKind kind = CapacityKind::Plain) override;
 
   // Where calibration's progress goes (one line per trial); unset: nowhere.
   std::function<void(const std::string&)> progress;

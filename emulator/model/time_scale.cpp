@@ -78,6 +78,10 @@ LinkShape to_real(const LinkShape& wall, const TimeScale& t) {
   return r;
 }
 
+const char* to_string(CapacityKind k) {
+  return k == CapacityKind::Gso ? "gso" : "plain";
+}
+
 std::optional<double> lab_demand(const LabModel& m) {
   const Topology& t = m.topo;
   const auto hosts = t.hosts();

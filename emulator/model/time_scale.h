@@ -53,6 +53,18 @@ struct LabModel;
 // carries, is the factor the lab must be dilated by. Unset when a host link has no rate.
 std::optional<double> lab_demand(const LabModel& m);
 
+// What a calibration lab sends: one frame per skb (plain), or TCP's GSO super-frames through
+// the fabric (fabric.gso, docs/scenario.md), which carries several times the frames. Measured
+// and kept apart; a lab's time scale divides by the one of its kind.
+enum class CapacityKind { Plain, Gso };
+inline CapacityKind capacity_kind(const FabricSpec& f) {
+  return f.gso_bytes ? CapacityKind::Gso : CapacityKind::Plain;
+}
+// "plain", "gso": the names in the kept file and in `doctor` ("capacity", "capacity_gso").
+const char* to_string(CapacityKind k);
+// The super-frame size a Gso calibration lab uses.
+inline constexpr uint32_t kCalibrationGsoBytes = 65536;
+
 // What this machine carries while a collective keeps pace with the link model, found by
 // calibration (runtime/calibrate.h), in the same frame-hops per wall second.
 struct Capacity {

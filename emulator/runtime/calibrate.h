@@ -22,6 +22,7 @@ struct CalibrationSetup {
   PlanOptions plan;          // the link model's mode on this kernel (fq, htb or policer)
   WorkloadOptions workload;  // where fabemu and fabemu-collective are
   std::function<void(const std::string&)> progress;  // one line per trial, for people
+  uint32_t gso_bytes = 0;  // the lab's fabric.gso (CapacityKind::Gso): 0, one frame per skb
 };
 
 // Builds the calibration lab, measures, takes it down (also on failure). Needs root.

@@ -6,15 +6,16 @@
 namespace fabemu::session {
 
 Calibrator calibrator(const std::string& run_root) {
-  return
-      [run_root](const PlanOptions& plan, const std::function<void(const std::string&)>& progress) {
-        CalibrationSetup setup;
-        setup.base.run_root = run_root;
-        setup.plan = plan;
-        setup.workload = workload_options("");
-        setup.progress = progress;
-        return calibrate(setup);
-      };
+  return [run_root](const PlanOptions& plan,
+                    const std::function<void(const std::string&)>& progress, CapacityKind kind) {
+    CalibrationSetup setup;
+    setup.base.run_root = run_root;
+    setup.plan = plan;
+    if (kind == CapacityKind::Gso) setup.gso_bytes = kCalibrationGsoBytes;
+    setup.workload = workload_options("");
+    setup.progress = progress;
+    return calibrate(setup);
+  };
 }
 
 DoctorOutcome doctor(bool calibrate, const std::string& run_root, Observer& observer) {

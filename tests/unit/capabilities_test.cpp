@@ -39,8 +39,8 @@ struct FakeProbe : KernelProbe {
   std::optional<std::vector<std::string>> congestion_controls() override {
     return ++asked["cc"], cc_;
   }
-  std::optional<Capacity> capacity(bool measure, std::string& why) override {
-    ++asked[measure ? "calibrate" : "capacity"];
+  std::optional<Capacity> capacity(bool measure, std::string& why, CapacityKind kind) override {
+    ++asked[std::string(measure ? "calibrate" : "capacity") + " " + to_string(kind)];
     if (capacity_) return capacity_;
     if (measure && measured_) return measured_;
     why = measure ? "calibration failed" : "not calibrated";

@@ -143,6 +143,7 @@ TEST(TimeScale, ScenarioKeysAreCheckedWithTheirPlace) {
 struct CapacityProbe : KernelProbe {
   std::optional<Capacity> kept, measured;
   int calibrations = 0;
+  std::vector<CapacityKind> kinds;  // asked for
   Capability fq() override { return {ProbeStatus::Yes, ""}; }
   Capability htb() override { return {ProbeStatus::Yes, ""}; }
   LinkModelCapability link_model() override { return {}; }
@@ -152,7 +153,8 @@ struct CapacityProbe : KernelProbe {
   Capability rxe() override { return {}; }
   Capability cgroup(const std::string&) override { return {}; }
   std::optional<std::vector<std::string>> congestion_controls() override { return {}; }
-  std::optional<Capacity> capacity(bool measure, std::string& why) override {
+  std::optional<Capacity> capacity(bool measure, std::string& why, CapacityKind kind) override {
+    kinds.push_back(kind);
     if (kept) return kept;
     if (!measure) return std::nullopt;
     ++calibrations;
@@ -183,6 +185,25 @@ TEST(TimeScale, AutoDividesTheDemandByTheCalibratedCapacity) {
   EXPECT_NE(n->notes[0].find("auto would pick x2000"), std::string::npos) << n->notes[0];
   EXPECT_FALSE(choose_time_scale(*m, "0.1", caps));
   EXPECT_FALSE(choose_time_scale(*m, "x", caps));
+}
+
+// A lab with GSO super-frames through its fabric is dilated by what the machine carries so.
+TEST(TimeScale, AGsoLabAsksForTheGsoCapacity) {
+  auto plain = build_model(load(with(k400g, "time_scale: 4000", "time_scale: auto")), 0);
+  auto gso = build_model(load(with(with(k400g, "time_scale: 4000", "time_scale: auto"), "fabric: {",
+                                   "fabric: {gso: 64K, ")),
+                         0);
+  ASSERT_TRUE(plain && gso);
+  CapacityProbe p;
+  p.measured = Capacity{*lab_demand(*plain) / 1700, 0, 100'000'000, 0.97, 8, "measured"};
+  Capabilities caps(p);
+  auto c = choose_time_scale(*gso, "", caps);
+  ASSERT_TRUE(c) << c.error().what();
+  EXPECT_NE(c->why.find("(with GSO super-frames)"), std::string::npos) << c->why;
+  ASSERT_TRUE(choose_time_scale(*plain, "", caps));
+  ASSERT_EQ(p.kinds.size(), 2u);
+  EXPECT_EQ(p.kinds[0], CapacityKind::Gso);
+  EXPECT_EQ(p.kinds[1], CapacityKind::Plain);
 }
 
 TEST(TimeScale, SmallCollectiveStepsNeedTheMachinesOverheadDilatedAway) {
