@@ -15,9 +15,12 @@ link model.
   --calibrate` runs it to find the highest rate that keeps pace) with the calibration's load, a
   Gloo allreduce sized to ~0.25 s an iteration, run by `fabemu exec --all` as the workload runs it;
 - step: a 16K allreduce in that lab (latency, not bandwidth): its time beyond the model's, over
-  the ring's 2(n-1) steps.
+  the ring's 2(n-1) steps;
+- lab with GSO: the same lab with `fabric: {gso: 64K}` (TCP's super-frames through the fabric,
+  1M queues) at the rate the GSO calibration found (`capacity_gso`), where it has one.
 
-A frame-hop is a frame sent by one port (every port's tx_packets, ACKs included); CPU is the
+A frame-hop is a frame sent by one port (the link model's count on a shaped port, where a
+super-frame is its frames; the interface's tx_packets elsewhere; ACKs included); CPU is the
 machine's busy time over the measurement (/proc/stat), so "per core" is what one fully busy core
 carries. Ratios are against the IP-stack floor of the same run. With --peer, a second fabemu
 (e.g. an earlier build, with its fabemu-collective beside it) runs the lab rows alternately with
@@ -70,8 +73,14 @@ def collective_of(fabemu):
 
 
 def frames(lab):
-    """Frames sent by every port of the lab so far (its links' two ends)."""
-    return sum(l[end]["tx_packets"] for l in lab.status()["links"] for end in ("a", "b"))
+    """Frames sent by every port of the lab so far (its links' two ends): the link model's count
+    where a direction is shaped (a GSO super-frame is its frames), the interface's elsewhere."""
+    total = 0
+    for l in lab.status()["links"]:
+        for d, end in (("a_to_b", "a"), ("b_to_a", "b")):
+            shaped = l.get(d, {}).get("shaped")
+            total += l[d]["counters"]["packets"] if shaped else l[end]["tx_packets"]
+    return total
 
 
 # ---- the floor: a bare chain of namespaces ---------------------------------------------------
@@ -127,11 +136,15 @@ def chain_floor(fabemu, tmp, seconds, obj=None, links=""):
 
 # ---- the calibration's lab -------------------------------------------------------------------
 
-def lab_text(rate_bps):
+def lab_text(rate_bps, gso=None):
+    """The calibration's lab (runtime/calibrate.cpp's scenario_text), with `gso` its queues as
+    deep as the calibration makes them."""
+    fabric = f"{{mtu: 1500, gso: {gso}}}" if gso else "{mtu: 1500}"
+    queue = ", queue: 1M" if gso else ""
     return ("name: cal\nseed: 1\n"
             "topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 4}\n"
-            "fabric: {mtu: 1500}\nrdma: {enabled: off}\n"
-            f"links: {{default: {{rate: {int(rate_bps)}bit}}}}\n")
+            f"fabric: {fabric}\nrdma: {{enabled: off}}\n"
+            f"links: {{default: {{rate: {int(rate_bps)}bit{queue}}}}}\n")
 
 
 def load_size(rate_bps):
@@ -156,12 +169,12 @@ def allreduce(lab, collective, size, iterations, run_id):
     raise BenchError(f"no result from the allreduce: {p.stdout[-600:]}{p.stderr[-600:]}")
 
 
-def lab_rows(fabemu, tmp, rate_bps, tag):
+def lab_rows(fabemu, tmp, rate_bps, tag, gso=None):
     """The lab at the calibration's load: frame-hops per busy CPU-second, frame-hops per second,
     busbw over the rate; and the 16K allreduce's seconds per ring step beyond the model."""
     collective = collective_of(fabemu)
     size = load_size(rate_bps)
-    with Lab(fabemu, tmp, lab_text(rate_bps), prefix="fc") as lab:
+    with Lab(fabemu, tmp, lab_text(rate_bps, gso), prefix="fc") as lab:
         allreduce(lab, collective, 64 << 10, 2, f"{tag}-warm")  # ranks' pages, ARP, caches
         f0, c0, t0 = frames(lab), cpu_busy_s(), time.monotonic()
         big = allreduce(lab, collective, size, 10, f"{tag}-big")
@@ -175,16 +188,18 @@ def lab_rows(fabemu, tmp, rate_bps, tag):
             "step_ms": step_s * 1e3}
 
 
-def calibrated_rate(fabemu):
-    d = fabemu_json([fabemu, "doctor"], timeout=600)
-    for f in d["features"]:
-        if f["id"] == "capacity" and f.get("figures"):
-            return f["figures"]["link_bps"]
-    d = fabemu_json([fabemu, "doctor", "--calibrate"], timeout=900)
-    for f in d["features"]:
-        if f["id"] == "capacity" and f.get("figures"):
-            return f["figures"]["link_bps"]
-    raise BenchError("`fabemu doctor --calibrate` measured no capacity")
+def calibrated_rates(fabemu):
+    """The calibration's link rates, one frame per skb and with GSO super-frames (None where the
+    calibration found none), calibrating first when this boot has not."""
+    def rates(d):
+        f = {f["id"]: f.get("figures") for f in d["features"]}
+        return tuple((f.get(i) or {}).get("link_bps") for i in ("capacity", "capacity_gso"))
+    plain, gso = rates(fabemu_json([fabemu, "doctor"], timeout=600))
+    if not plain or not gso:
+        plain, gso = rates(fabemu_json([fabemu, "doctor", "--calibrate"], timeout=900))
+    if not plain:
+        raise BenchError("`fabemu doctor --calibrate` measured no capacity")
+    return plain, gso
 
 
 # ---- where the CPU goes ----------------------------------------------------------------------
@@ -235,7 +250,7 @@ def profile(fabemu, tmp, rate_bps, seconds=8):
     data = Path(tmp) / "perf.data"
     collective = collective_of(fabemu)
     size = load_size(rate_bps)
-    with Lab(fabemu, tmp, lab_text(rate_bps), prefix="fc") as lab:
+    with Lab(fabemu, tmp, lab_text(rate_bps, gso), prefix="fc") as lab:
         allreduce(lab, collective, 64 << 10, 2, "prof-warm")
         load = subprocess.Popen(
             [fabemu, "exec", lab.name, "--all", "--", collective, "--collective", "allreduce",
@@ -280,11 +295,12 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("frame_cost.py: needs root (it builds labs)")
-    rate = parse_rate(args.rate) if args.rate else calibrated_rate(args.fabemu)
+    rate, gso_rate = calibrated_rates(args.fabemu)
+    rate = parse_rate(args.rate) if args.rate else rate
     bins = {"lab": args.fabemu}
     if args.peer:
         bins["peer"] = args.peer
-    rows = {k: [] for k in ["ip", "bpf", "counted", "shaped"] + list(bins)}
+    rows = {k: [] for k in ["ip", "bpf", "counted", "shaped", "gso"] + list(bins)}
     with tempfile.TemporaryDirectory(prefix="fabemu-frame-cost-") as tmp:
         obj = bpf_object(tmp)
         for i in range(args.runs):
@@ -295,6 +311,9 @@ def main():
                                               links=f"links: {{default: {{rate: {int(10 * rate)}bit}}}}\n"))
             for name, fabemu in bins.items():
                 rows[name].append(lab_rows(fabemu, tmp, rate, f"{os.getpid()}-{name}-{i}"))
+            if gso_rate:
+                rows["gso"].append(lab_rows(args.fabemu, tmp, gso_rate, f"{os.getpid()}-gso-{i}",
+                                            gso="64K"))
             print(f"run {i + 1}/{args.runs}: floor ip {rows['ip'][-1]:.3g}, bpf "
                   f"{rows['bpf'][-1]:.3g}; " + ", ".join(
                       f"{n} {rows[n][-1]['per_core']:.3g} frame-hops/core-s" for n in bins),
@@ -316,6 +335,15 @@ def main():
             print(f"      {fabemu}: {m['per_s']:.3g} frame-hops/s at {m['busy']:.2f} busy CPUs, "
                   f"busbw {m['ratio']:.2f}x the rate; a 16K allreduce's ring step "
                   f"{m['step_ms']:.3f} ms beyond the model")
+        if rows["gso"]:
+            m = {k: median(r[k] for r in rows["gso"]) for k in rows["gso"][0]}
+            lab = median(r["per_core"] for r in rows["lab"])
+            print(f"  {f'lab, fabric.gso 64K ({gso_rate / 1e6:g} Mbit/s links, calibrated)':58s} "
+                  f"{m['per_core']:10.3g}   {m['per_core'] / ip:4.2f}")
+            print(f"      {m['per_s']:.3g} frame-hops/s at {m['busy']:.2f} busy CPUs, busbw "
+                  f"{m['ratio']:.2f}x the rate; ring step {m['step_ms']:.3f} ms beyond the model; "
+                  f"{m['per_core'] / lab:.2f}x the lab's frame-hops per core-s, "
+                  f"{m['per_s'] / median(r['per_s'] for r in rows['lab']):.2f}x per s")
         if args.peer:
             for k, what in (("per_core", "frame-hops per core-s"), ("step_ms", "step ms")):
                 a = median(r[k] for r in rows["lab"])
