@@ -458,7 +458,7 @@ static __always_inline void schedule(const struct fabemu_link_cfg* cfg,
     f->v = DROP_DOWN;
   } else {
     /* Busy until next_ns; a forwarded super-frame's first frame was there `early` ago. */
-    __u64 arrived = f->now - f->early;
+    __u64 arrived = f->early < f->now ? f->now - f->early : 0;
     __u64 start = st->next_ns > arrived ? st->next_ns : arrived;
     /* Masks, not branches, for the class's clock: each branch here doubles what the verifier
      * walks from here to the end. */

@@ -138,9 +138,9 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
   // direction is checked before any changes.
   const uint64_t gso = model.scenario.fabric.gso_bytes;
   for (const Direction& d : gso ? *dirs : std::vector<Direction>{}) {
+    // An unshaped (or another machine's) port: the change alone, with the default queue.
     auto cfg = dp.port_config(port_ifindex(d.link, d.b_to_a));
-    if (!cfg) continue;
-    LinkShape merged = to_real(to_shape(*cfg), model.time_scale);
+    LinkShape merged = cfg ? to_real(to_shape(*cfg), model.time_scale) : LinkShape{};
     merged.merge(change);
     if (const auto q = queue_capacity_bytes(merged); q && *q < 2 * gso)
       return make_error("lab " + paths.lab + ": " + direction_name(t, d.link, d.b_to_a) + " (" +

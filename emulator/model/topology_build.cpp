@@ -76,14 +76,28 @@ Result<void> resolve_shapes(const Scenario& s, Topology& t) {
 }
 
 // fabric.gso: TCP keeps up to two super-frames of a flow in its port's queue (TCP small queues);
-// a shallower queue drops them whole, and TCP through it collapses.
-Result<void> check_gso_queues(const Scenario& s, const Topology& t) {
+// a shallower queue drops them whole, and TCP through it collapses. Faults and workload steps
+// that set loss or damage (drawn per frame) are refused as the links' own are (loader.cpp).
+Result<void> check_gso(const Scenario& s, const Topology& t) {
+  if (!s.fabric.gso_bytes) return ok();
+  auto draws = [](const LinkShape& x) {
+    return x.loss.value_or(0) > 0 || x.loss_burst || x.corrupt.value_or(0) > 0 ||
+           x.duplicate.value_or(0) > 0;
+  };
+  const std::string per_frame =
+      ": loss and damage are drawn per frame, and with fabric.gso a super-frame would meet them "
+      "whole; set gso: off";
+  for (const auto& f : s.faults)
+    if (f.set && draws(*f.set)) return at(f.loc, "faults.set" + per_frame);
+  for (const auto& w : s.workload)
+    if (const auto* ls = std::get_if<LinksStep>(&w.step); ls && draws(ls->set))
+      return at(w.loc, "workload.links.set" + per_frame);
   const uint64_t need = 2 * uint64_t{s.fabric.gso_bytes};
   for (const Link& l : t.links)
     for (bool b_to_a : {false, true}) {
       const LinkShape& shape = b_to_a ? l.b_to_a : l.a_to_b;
       const auto q = queue_capacity_bytes(shape);
-      if (!s.fabric.gso_bytes || !q || *q >= need) continue;
+      if (!q || *q >= need) continue;
       const std::string a = t.nodes[l.a.node].name, b = t.nodes[l.b.node].name;
       return at(s.fabric.gso_loc,
                 "fabric.gso: a port's queue must hold two super-frames (" + format_size(need) +
@@ -215,7 +229,7 @@ Result<Topology> build_topology(const Scenario& s) {
     t.name_ovs_ports();
   }
   FABEMU_TRY(resolve_shapes(s, t));
-  FABEMU_TRY(check_gso_queues(s, t));
+  FABEMU_TRY(check_gso(s, t));
   FABEMU_TRY(resolve_hosts(s, t));
   FABEMU_TRY(check_workload_and_faults(s, t));
   for (size_t m = 0; m < s.placement.machines.size(); ++m)

@@ -270,6 +270,26 @@ TEST(Loader, GsoIsASizeAndRefusesPerFrameDraws) {
             std::string::npos);
 }
 
+// With fabric.gso every rate-limited port queues two super-frames (TCP's small queues keep two of
+// a flow's there), and faults may not set what is drawn per frame.
+TEST(Loader, GsoNeedsQueuesOfTwoSuperFramesAndNoPerFrameFaults) {
+  const std::string gso = std::string(kMinimal) + "fabric: {gso: 64K}\n";
+  auto shallow = build_model(load_ok(gso + "links: {default: {rate: 25mbit}}\n"), 0);
+  ASSERT_FALSE(shallow);
+  EXPECT_NE(shallow.error().message.find("test.yaml:3:15: fabric.gso: a port's queue must hold "
+                                         "two super-frames (128K), and h1>leaf1 (rate 25mbit)"),
+            std::string::npos)
+      << shallow.error().message;
+  EXPECT_TRUE(build_model(load_ok(gso + "links: {default: {rate: 25mbit, queue: 128K}}\n"), 0));
+  EXPECT_TRUE(build_model(load_ok(gso + "links: {default: {rate: 100gbit}}\n"), 0));  // 10 ms
+  auto fault =
+      build_model(load_ok(gso + "faults:\n  - {at: 1s, link: \"h1:leaf1\", set: {loss: 1%}}\n"), 0);
+  ASSERT_FALSE(fault);
+  EXPECT_NE(fault.error().message.find("faults.set: loss and damage are drawn per frame"),
+            std::string::npos)
+      << fault.error().message;
+}
+
 TEST(Loader, OneDirectionLinkOverride) {
   Scenario s = load_ok(std::string(kMinimal) +
                        "links:\n  overrides:\n    - {link: \"h1>leaf1\", delay: 5ms}\n");
