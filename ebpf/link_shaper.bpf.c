@@ -485,10 +485,13 @@ static __always_inline void schedule(const struct fabemu_link_cfg* cfg,
     f->wait = start > f->now ? start - f->now : 0;
     __u64 rem = st->rate_rem;
     __u64 tx = f->rate ? tx_ns(f->wire, f->rate, &rem) : 0;
-    /* The last frame leaves after it came in (a super-frame onto a faster link). */
     __u64 done = start + tx;
-    __u64 last = f->now + (f->rate ? f->last_wire * NS_PER_SEC_BITS / f->rate : 0);
-    if (done < last) done = last;
+    /* A super-frame started early: its last frame still leaves after it came in (onto a faster
+     * link). Otherwise start >= now, and start + tx is already past it. */
+    if (f->early) {
+      __u64 last = f->now + (f->rate ? f->last_wire * NS_PER_SEC_BITS / f->rate : 0);
+      if (done < last) done = last;
+    }
     if (f->v == DROP_WATCHDOG) {
       /* the frame never occupies the link */
     } else if (!f->no_queue_drop && ((cfg->queue_ns && f->wait > cfg->queue_ns) ||

@@ -127,9 +127,7 @@ Result<std::vector<LinkChange>> change_links(const LabPaths& paths, const LabMod
                           "): delay and jitter would not be added, nor PFC hold the lossless "
                           "class; --accept-degraded sets the rest anyway",
                       EOPNOTSUPP);
-  if (model.scenario.fabric.gso_bytes &&
-      (change.loss.value_or(0) > 0 || change.loss_burst || change.corrupt.value_or(0) > 0 ||
-       change.duplicate.value_or(0) > 0))
+  if (model.scenario.fabric.gso_bytes && per_frame_draw(change))
     return make_error("lab " + paths.lab +
                           " sends GSO super-frames (fabric.gso): loss and damage are drawn per "
                           "frame and would meet a super-frame whole",

@@ -80,17 +80,13 @@ Result<void> resolve_shapes(const Scenario& s, Topology& t) {
 // that set loss or damage (drawn per frame) are refused as the links' own are (loader.cpp).
 Result<void> check_gso(const Scenario& s, const Topology& t) {
   if (!s.fabric.gso_bytes) return ok();
-  auto draws = [](const LinkShape& x) {
-    return x.loss.value_or(0) > 0 || x.loss_burst || x.corrupt.value_or(0) > 0 ||
-           x.duplicate.value_or(0) > 0;
-  };
   const std::string per_frame =
       ": loss and damage are drawn per frame, and with fabric.gso a super-frame would meet them "
       "whole; set gso: off";
   for (const auto& f : s.faults)
-    if (f.set && draws(*f.set)) return at(f.loc, "faults.set" + per_frame);
+    if (f.set && per_frame_draw(*f.set)) return at(f.loc, "faults.set" + per_frame);
   for (const auto& w : s.workload)
-    if (const auto* ls = std::get_if<LinksStep>(&w.step); ls && draws(ls->set))
+    if (const auto* ls = std::get_if<LinksStep>(&w.step); ls && per_frame_draw(ls->set))
       return at(w.loc, "workload.links.set" + per_frame);
   const uint64_t need = 2 * uint64_t{s.fabric.gso_bytes};
   for (const Link& l : t.links)

@@ -10,7 +10,6 @@
 #include <optional>
 #include <set>
 #include <sstream>
-#include <utility>
 #include <vector>
 
 #include "scenario/link_shape_yaml.h"
@@ -182,16 +181,11 @@ HostsSpec read_hosts(const Field& f) {
 // The draws per frame (loss, damage) need one frame per skb: a GSO super-frame would be lost,
 // corrupted or sent twice whole.
 void refuse_per_frame_draws(const Field& map, const LinkShape& shape, const FabricSpec& fabric) {
-  if (!fabric.gso_bytes) return;
-  const std::pair<const char*, bool> draws[] = {{"loss", shape.loss.value_or(0) > 0},
-                                                {"loss_burst", shape.loss_burst.has_value()},
-                                                {"corrupt", shape.corrupt.value_or(0) > 0},
-                                                {"duplicate", shape.duplicate.value_or(0) > 0}};
-  for (const auto& [key, set] : draws)
-    if (set)
-      map.at(key).fail(
-          std::string(key) + " is drawn per frame, and with fabric.gso a super-frame of up to " +
-          std::to_string(fabric.gso_bytes) + " bytes would meet it whole; set gso: off");
+  const char* key = fabric.gso_bytes ? per_frame_draw(shape) : nullptr;
+  if (key)
+    map.at(key).fail(std::string(key) +
+                     " is drawn per frame, and with fabric.gso a super-frame of up to " +
+                     std::to_string(fabric.gso_bytes) + " bytes would meet it whole; set gso: off");
 }
 
 LinksSpec read_links(const Field& f, const FabricSpec& fabric) {

@@ -59,6 +59,14 @@ std::optional<uint64_t> queue_capacity_bytes(const LinkShape& s) {
   return bytes;
 }
 
+const char* per_frame_draw(const LinkShape& s) {
+  if (s.loss.value_or(0) > 0) return "loss";
+  if (s.loss_burst) return "loss_burst";
+  if (s.corrupt.value_or(0) > 0) return "corrupt";
+  if (s.duplicate.value_or(0) > 0) return "duplicate";
+  return nullptr;
+}
+
 std::string LinkShape::str() const {
   std::string out;
   auto add = [&](const std::string& field) { out += (out.empty() ? "" : ", ") + field; };

@@ -73,6 +73,10 @@ inline constexpr uint64_t kDefaultQueueNs = 10'000'000;
 // limit (kDefaultQueueNs with neither) at its rate, whichever is less. Unset without a rate.
 std::optional<uint64_t> queue_capacity_bytes(const LinkShape& s);
 
+// The first setting of `s` drawn per frame (loss, loss_burst, corrupt, duplicate), by its key;
+// nullptr when none is. fabric.gso refuses them: a super-frame would meet the draw whole.
+const char* per_frame_draw(const LinkShape& s);
+
 enum class TopologyKind { LeafSpine, FatTree, RailOptimized, Explicit };
 
 struct LeafSpineSpec {
