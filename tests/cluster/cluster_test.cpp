@@ -410,16 +410,17 @@ TEST_F(CutLinkTest, ACutLinkDelaysLikeALocalLink) {
   // The least of the rounds, as each is the least of its round trips: a timer that releases
   // fq's held packets late (an emulated CPU descheduled, a loaded CI machine) only ever adds to
   // the delay, so the least is the delay the link model asked for, plus what the emulated CPU
-  // takes to get the released packet going again. Under TCG that is most of a round trip with no
-  // delay at all, and more through the cut link (VXLAN on both machines): CI measured
-  // 10.24-10.41 ms through the local link and 10.51-10.95 ms through the cut one one day, 10.06
-  // and 10.58 another, 10.31 and 11.18 (with 1.57 ms with neither) a third.
+  // takes to get the released packet going again. Under TCG that varies from run to run, and is
+  // more through the cut link (VXLAN on both machines): CI measured 10.24-10.41 ms through the
+  // local link and 10.51-10.95 ms through the cut one one day, 10.06 and 10.58 another, 10.31
+  // and 11.18 (1.57 ms with neither) a third, 10.07 and 10.85 (0.63 ms with neither) a fourth.
   const double l = *std::min_element(local.begin(), local.end()) - base;
   const double c = *std::min_element(cut.begin(), cut.end()) - base;
-  // Within 8% of the delay asked for, or late by up to the undelayed round trip where the
-  // machine is that slow. What this guards against is a delay lost or doubled on one side of a
-  // cut link (5 ms off), which either bound still catches.
-  const double late = std::max(10 * 0.08, base);
+  // What this guards against is a delay lost, halved (one direction only) or doubled on one
+  // side of a cut link: 5 ms off or more. Never early by more than 8%; late by up to a quarter
+  // of the delay, or the undelayed round trip where the emulated machine is slower still. The
+  // rates' agreement is the fine-grained check (the test above).
+  const double late = std::max(10 * 0.25, base);
   EXPECT_GE(l, 10 - 10 * 0.08);
   EXPECT_GE(c, 10 - 10 * 0.08);
   EXPECT_LE(l, 10 + late);
