@@ -574,13 +574,16 @@ static __always_inline int carry_out(struct __sk_buff* skb, const struct fabemu_
   cnt->bytes += f->l2_bytes;
   cnt->lossless_packets += (f->ll & 1) * segs;
   cnt->queue_delay_hist[hist_bucket(f->wait)] += segs;
-  /* ECMP per switch. A veth hands the next namespace the skb with a hash (the sending socket's,
-   * or the flow hash RPS computed on the way in, with one key for all namespaces), and a
-   * router that finds one uses it instead of hashing the headers with a seed of its own: every
-   * tier would choose alike, and a fat-tree's flows between pods would use half its core paths
-   * (polarization). The flow's hash mixed with this direction's seed: still one per flow, but
-   * each next hop draws its choice afresh, as switches with their own hash seeds do. */
-  bpf_set_hash(skb, mix32(bpf_get_hash_recalc(skb) ^ (__u32)(cfg->seed >> 32)));
+  /* ECMP per switch, where the kernel has no ECMP seed per namespace (< 6.11; else the switches
+   * seed their own and the flow keeps its hash: FABEMU_LINK_KEEP_HASH). A veth hands the next
+   * namespace the skb with a hash (the sending socket's, or the flow hash RPS computed on the way
+   * in, with one key for all namespaces), and a router that finds one uses it instead of hashing
+   * the headers with a seed of its own: every tier would choose alike, and a fat-tree's flows
+   * between pods would use half its core paths (polarization). The flow's hash mixed with this
+   * direction's seed: still one per flow, but each next hop draws its choice afresh, as switches
+   * with their own hash seeds do. (RPS then steers the flow to another CPU at each hop.) */
+  if (!(cfg->flags & FABEMU_LINK_KEEP_HASH))
+    bpf_set_hash(skb, mix32(bpf_get_hash_recalc(skb) ^ (__u32)(cfg->seed >> 32)));
   return TC_ACT_OK;
 }
 

@@ -28,6 +28,9 @@ enum fabemu_link_flags {
   /* PFC holds frames in the port's queue (the lab's BPF qdisc, pfc_qdisc.bpf.c): this program
    * marks the lossless class and leaves pausing and the buffers to the qdisc. */
   FABEMU_LINK_PFC_QUEUE = 1U << 4,
+  /* The switches seed their own ECMP hashes (net.ipv4.fib_multipath_hash_seed): leave the
+   * flow's hash as the sender made it, so that every hop steers it to the same CPU. */
+  FABEMU_LINK_KEEP_HASH = 1U << 5,
 };
 
 /* skb->mark bit of a frame of the lossless class, for the BPF qdisc behind the program (the

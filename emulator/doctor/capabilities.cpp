@@ -64,6 +64,11 @@ const std::optional<std::vector<std::string>>& Capabilities::congestion_controls
   return *congestion_;
 }
 
+const Capability& Capabilities::ecmp_seed() {
+  if (!ecmp_seed_) ecmp_seed_ = probe_.ecmp_seed();
+  return *ecmp_seed_;
+}
+
 std::optional<Capacity> Capabilities::capacity(bool measure, std::string& why, CapacityKind kind) {
   std::optional<Capacity>& kept = capacity_[kind == CapacityKind::Gso];
   if (kept) return kept;
@@ -237,6 +242,7 @@ Result<PlanOptions> choose_plan_options(const LabModel& m, Capabilities& caps,
         "fabric.switch: 'bridge' is not implemented in this version; valid: router, ovs");
   PlanOptions out;
   out.rps_mask = options.rps_mask;
+  out.ecmp_seeds = caps.ecmp_seed().yes();
   FABEMU_TRY(choose_ovs(s, caps, out.ovs));
   FABEMU_TRY(check_cgroups(m, caps));
   FABEMU_TRY(check_congestion(s, caps));
@@ -349,6 +355,7 @@ std::vector<FeatureProbe> capability_rows(Capabilities& caps, bool calibrate) {
                   cc ? "hosts.tcp_congestion may be one of: " + list
                      : "net.ipv4.tcp_allowed_congestion_control is unreadable",
                   {}});
+  rows.push_back(row("ecmp_seed", caps.ecmp_seed()));
   // The capacity one frame per skb, and with GSO super-frames through the fabric (fabric.gso).
   for (CapacityKind kind : {CapacityKind::Plain, CapacityKind::Gso}) {
     std::string why;

@@ -53,6 +53,9 @@ class KernelProbe {
   virtual Capability cgroup(const std::string& controller) = 0;
   // Those `net.ipv4.tcp_allowed_congestion_control` lets a namespace pick; unset: unreadable.
   virtual std::optional<std::vector<std::string>> congestion_controls() = 0;
+  // Each namespace seeds its own ECMP hash (`net.ipv4.fib_multipath_hash_seed`, kernel >= 6.11),
+  // so that switches choose next hops apart without the link model re-hashing every frame.
+  virtual Capability ecmp_seed() = 0;
   // How much emulated traffic this machine carries in real time (runtime/calibrate.h): kept
   // from earlier this boot, else measured now when `measure` (~30 s); unset with `why` when
   // neither.
@@ -75,13 +78,14 @@ class Capabilities {
   const Capability& rxe();
   const Capability& cgroup(const std::string& controller);
   const std::optional<std::vector<std::string>>& congestion_controls();
+  const Capability& ecmp_seed();
   // Measured when `measure` and nothing is kept; `why` says why there is none.
   std::optional<Capacity> capacity(bool measure, std::string& why,
                                    CapacityKind kind = CapacityKind::Plain);
 
  private:
   KernelProbe& probe_;
-  std::optional<Capability> fq_, htb_, pfc_qdisc_, ovs_kernel_, ovs_userspace_, rxe_;
+  std::optional<Capability> fq_, htb_, pfc_qdisc_, ovs_kernel_, ovs_userspace_, rxe_, ecmp_seed_;
   std::map<std::string, Capability> cgroups_;
   std::optional<LinkModelCapability> link_model_;
   std::optional<std::optional<std::vector<std::string>>> congestion_;
@@ -119,7 +123,7 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& model, const std::stri
 
 // The doctor's rows for the features above ("bpf", "clsact", "tcx", "sch_fq", "sch_htb",
 // "ovs_kernel", "ovs_userspace", "rxe", "cgroup_cpu", "cgroup_memory", "tcp_congestion",
-// "capacity"): id, status and detail (the catalog adds names and costs). The capacity is this
+// "ecmp_seed", "capacity"): id, status and detail (the catalog adds names and costs). The capacity is this
 // boot's calibration, measured now only when `calibrate`.
 std::vector<FeatureProbe> capability_rows(Capabilities& caps, bool calibrate = false);
 

@@ -277,6 +277,16 @@ std::optional<Capacity> SystemProbe::capacity(bool measure, std::string& why, Ca
   return *c;
 }
 
+// Per namespace, like every other net.ipv4 sysctl: present in ours where the kernel has it.
+Capability SystemProbe::ecmp_seed() {
+  if (::access("/proc/sys/net/ipv4/fib_multipath_hash_seed", F_OK) == 0)
+    return {ProbeStatus::Yes,
+            "net.ipv4.fib_multipath_hash_seed: each switch hashes flows with a seed of its own"};
+  return {ProbeStatus::No,
+          "no net.ipv4.fib_multipath_hash_seed (kernel < 6.11): the link model re-hashes each "
+          "flow at every port instead"};
+}
+
 std::optional<std::vector<std::string>> SystemProbe::congestion_controls() {
   auto text = read_file("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
   if (!text) return std::nullopt;

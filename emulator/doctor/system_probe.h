@@ -27,6 +27,7 @@ class SystemProbe : public KernelProbe {
   Capability rxe() override;
   Capability cgroup(const std::string& controller) override;
   std::optional<std::vector<std::string>> congestion_controls() override;
+  Capability ecmp_seed() override;
   std::optional<Capacity> capacity(bool measure, std::string& why,
                                    CapacityKind kind = CapacityKind::Plain) override;
 

@@ -16,6 +16,12 @@ namespace fabemu {
 
 namespace {
 
+// A switch's ECMP hash seed: drawn from the scenario's, never 0 (the kernel's own random one).
+uint32_t ecmp_seed_of(uint64_t scenario_seed, const std::string& node) {
+  const uint32_t v = static_cast<uint32_t>(link_seed(scenario_seed, "ecmp " + node) >> 32);
+  return v ? v : 1;
+}
+
 void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Scenario& s,
                  const PlanOptions& options, bool forwards) {
   const FabricSpec& fabric = s.fabric;
@@ -42,7 +48,18 @@ void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Scen
     set("net/ipv4/ip_forward", "1");
     // Per namespace and 0 (L3) in a new one: without this every flow between two hosts
     // takes one path whatever its ports.
-    set("net/ipv4/fib_multipath_hash_policy", fabric.ecmp_hash == EcmpHash::L4 ? "1" : "0");
+    const bool l4 = fabric.ecmp_hash == EcmpHash::L4;
+    if (options.ecmp_seeds) {
+      // Each switch hashes the headers with a seed of its own, as real switches do, so that the
+      // tiers of a fat-tree choose apart. Policy 1 would take a flow hash the skb already has
+      // (the sending socket's, the same at every hop); 3 always hashes these fields: addresses,
+      // protocol and ports (the sysctl's 0x37).
+      set("net/ipv4/fib_multipath_hash_policy", l4 ? "3" : "0");
+      if (l4) set("net/ipv4/fib_multipath_hash_fields", "55");
+      set("net/ipv4/fib_multipath_hash_seed", std::to_string(ecmp_seed_of(s.seed, node.name)));
+    } else {
+      set("net/ipv4/fib_multipath_hash_policy", l4 ? "1" : "0");
+    }
     // traceroute across the fabric should not look lossy.
     set("net/ipv4/icmp_ratelimit", "0");
   }
@@ -156,6 +173,7 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   }
   if (!options.fq && options.htb) p.htb = htb_params_for(p.shape);
   p.gso_max_segs = gso_max_segs_for(m.scenario.fabric);
+  p.keep_hash = options.ecmp_seeds;
   return p;
 }
 
@@ -184,8 +202,11 @@ std::string_view shaping_mode_name(const PlanOptions& o) {
   return o.fq ? "fq" : o.htb ? "htb" : "policer";
 }
 
+constexpr std::string_view kEcmpSeeded = "ecmp seeded";
+
 std::string format_shaping_mode(const PlanOptions& o) {
-  return format_record(shaping_mode_name(o), o.fq ? "" : o.no_fq_reason);
+  return format_record(shaping_mode_name(o), o.fq ? "" : o.no_fq_reason) +
+         (o.ecmp_seeds ? std::string(kEcmpSeeded) + "\n" : "");
 }
 
 std::string link_model_text(const PlanOptions& mode, int shaped_ports, bool pfc_queue) {
@@ -210,6 +231,7 @@ std::string link_model_text(const PlanOptions& mode, int shaped_ports, bool pfc_
 Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::string& path) {
   const Record r = parse_record(text);
   PlanOptions o;
+  o.ecmp_seeds = text.find("\n" + std::string(kEcmpSeeded) + "\n") != std::string::npos;
   if (r.word == "fq") return o;
   if (r.word != "htb" && r.word != "policer")
     return make_error(path + ": not a shaping mode: " + text, EINVAL);

@@ -140,6 +140,9 @@ struct ShapePort {
   // The most frames in one skb TCP may hand the port (gso_max_segs_for): 1, or with fabric.gso
   // more, and the port's segmentation offloads stay on.
   uint32_t gso_max_segs = 1;
+  // The switches seed their own ECMP hashes (PlanOptions::ecmp_seeds): the program leaves the
+  // flow's hash as it is.
+  bool keep_hash = false;
 };
 
 // A permanent ARP entry: the peer of a /31 port, at the MAC the plan gave it.
@@ -283,6 +286,10 @@ struct PlanOptions {
   // Every CPU as a hex cpumask ("3", "ff,ffffffff"): receive steering for the lab's ports, so
   // that a flow is never reordered between CPUs. Empty: leave RPS off.
   std::string rps_mask;
+  // Each switch namespace seeds its own ECMP hash (net.ipv4.fib_multipath_hash_seed): switches
+  // choose next hops apart while a flow keeps one hash, and so one CPU, along its path. Else the
+  // link model gives the flow a new hash at every port (a new CPU at every hop).
+  bool ecmp_seeds = false;
   RdmaChoice rdma;  // soft-RoCE on the hosts, as `up` decided
   OvsChoice ovs;    // with fabric.switch: ovs
   // The kernel's ARP table is one for every namespace, and holds at most this many entries it
@@ -311,7 +318,9 @@ std::optional<uint32_t> host_rto_min_ms(const LabModel& m);
 std::string cpu_mask(int cpus);
 
 // The mode a lab was built with, kept in its run dir (LabPaths::shaping_file): "fq",
-// "htb <why no fq>" or "policer <why no fq>".
+// "htb <why no fq>" or "policer <why no fq>", then "ecmp seeded" on a line of its own where
+// the switches seed their ECMP hashes (PlanOptions::ecmp_seeds; ports attached later by `link
+// set` must then leave the flow's hash alone too).
 std::string format_shaping_mode(const PlanOptions& options);
 std::string_view shaping_mode_name(const PlanOptions& options);  // "fq", "htb" or "policer"
 Result<PlanOptions> parse_shaping_mode(const std::string& text, const std::string& path);

@@ -56,6 +56,7 @@ fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer) {
 fabemu_link_cfg to_cfg(const ShapePort& port) {
   fabemu_link_cfg cfg = to_cfg(port.shape, port.seed, port.policer);
   if (!port.pfc_qdisc.empty()) cfg.flags |= FABEMU_LINK_PFC_QUEUE;
+  if (port.keep_hash) cfg.flags |= FABEMU_LINK_KEEP_HASH;
   cfg.lossless_udp_port = port.lossless.udp_port;
   for (int d : port.lossless.dscp) cfg.lossless_dscp |= 1ULL << (d & 63);
   if (port.pfc_peer && cfg.pfc_xoff_bytes) {

@@ -21,6 +21,7 @@ struct FakeProbe : KernelProbe {
   Capability ovs_kernel_ = {ProbeStatus::Yes, "module"}, ovs_user_ = {ProbeStatus::Yes, "tools"};
   Capability rxe_ = {ProbeStatus::Yes, "rc pingpong ok"};
   Capability pfc_qdisc_ = {ProbeStatus::No, "no BPF qdiscs"};
+  Capability ecmp_seed_ = {ProbeStatus::Yes, "fib_multipath_hash_seed"};
   std::map<std::string, Capability> cgroups_ = {{"cpu", {ProbeStatus::Yes, "v2"}},
                                                 {"memory", {ProbeStatus::Yes, "v2"}}};
   std::optional<std::vector<std::string>> cc_ = std::vector<std::string>{"reno", "cubic"};
@@ -39,6 +40,7 @@ struct FakeProbe : KernelProbe {
   std::optional<std::vector<std::string>> congestion_controls() override {
     return ++asked["cc"], cc_;
   }
+  Capability ecmp_seed() override { return ++asked["ecmp_seed"], ecmp_seed_; }
   std::optional<Capacity> capacity(bool measure, std::string& why, CapacityKind kind) override {
     ++asked[std::string(measure ? "calibrate" : "capacity") + " " + to_string(kind)];
     if (capacity_) return capacity_;

@@ -236,6 +236,39 @@ std::vector<ShapePort> shape_ports(const Plan& plan) {
   return out;
 }
 
+// Where the kernel seeds ECMP per namespace, each switch hashes the headers with a seed of its
+// own, drawn from the scenario's, and the link model leaves the flow's hash alone.
+TEST(Plan, SwitchesSeedTheirOwnEcmpHashWhereTheKernelCan) {
+  const std::string yaml =
+      "name: t\nseed: 7\ntopology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 1}\n"
+      "fabric: {ecmp_hash: l4}\nlinks: {default: {rate: 1gbit}}\n";
+  PlanOptions seeded;
+  seeded.ecmp_seeds = true;
+  auto a = apply_fake(yaml, seeded);
+  auto again = apply_fake(yaml, seeded);
+  ASSERT_TRUE(a && again);
+  auto sysctls = [&](const unit::Applied& x, const char* node) {
+    return x.fake.namespaces.at(x.paths.ns_name(node)).sysctls;
+  };
+  const auto leaf = sysctls(*a, "leaf1");
+  EXPECT_EQ(leaf.at("net/ipv4/fib_multipath_hash_policy"), "3");
+  EXPECT_EQ(leaf.at("net/ipv4/fib_multipath_hash_fields"), "55");  // addresses, protocol, ports
+  const std::string seed = leaf.at("net/ipv4/fib_multipath_hash_seed");
+  EXPECT_NE(seed, "0");
+  EXPECT_NE(seed, sysctls(*a, "leaf2").at("net/ipv4/fib_multipath_hash_seed"));
+  EXPECT_EQ(seed, sysctls(*again, "leaf1").at("net/ipv4/fib_multipath_hash_seed"));
+  EXPECT_EQ(sysctls(*a, "h1").count("net/ipv4/fib_multipath_hash_seed"), 0u);
+  for (const auto& p : shape_ports(a->plan)) EXPECT_TRUE(p.keep_hash) << p.direction;
+  EXPECT_TRUE(parse_shaping_mode(format_shaping_mode(seeded), "f")->ecmp_seeds);
+  EXPECT_FALSE(parse_shaping_mode(format_shaping_mode({}), "f")->ecmp_seeds);
+  // Without the sysctl: policy 1 (the skb's flow hash), which the link model re-mixes per port.
+  auto mixed = apply_fake(yaml);
+  ASSERT_TRUE(mixed);
+  EXPECT_EQ(sysctls(*mixed, "leaf1").at("net/ipv4/fib_multipath_hash_policy"), "1");
+  EXPECT_EQ(sysctls(*mixed, "leaf1").count("net/ipv4/fib_multipath_hash_seed"), 0u);
+  for (const auto& p : shape_ports(mixed->plan)) EXPECT_FALSE(p.keep_hash) << p.direction;
+}
+
 TEST(PlanShaping, EveryPortOfAShapedLabGetsTheModelWithALabUniqueIfindex) {
   auto m = build_model(load(kShaped), 0);
   ASSERT_TRUE(m.ok()) << m.error().what();

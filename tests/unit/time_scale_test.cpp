@@ -153,6 +153,7 @@ struct CapacityProbe : KernelProbe {
   Capability rxe() override { return {}; }
   Capability cgroup(const std::string&) override { return {}; }
   std::optional<std::vector<std::string>> congestion_controls() override { return {}; }
+  Capability ecmp_seed() override { return {}; }
   std::optional<Capacity> capacity(bool measure, std::string& why, CapacityKind kind) override {
     kinds.push_back(kind);
     if (kept) return kept;

@@ -13,7 +13,7 @@ import sys
 # Features a kernel provides (ovs_userspace is a package, not the kernel's).
 KERNEL_FEATURES = ["netns", "uts_ns", "veth", "bridge", "ecmp", "bpf", "clsact", "tcx", "sch_fq",
                    "sch_netem", "sch_htb", "sch_tbf", "ifb", "ovs_kernel", "rxe", "cgroup_cpu",
-                   "cgroup_memory", "bpf_qdisc"]
+                   "cgroup_memory", "bpf_qdisc", "ecmp_seed"]
 
 
 def main():
@@ -28,8 +28,9 @@ def main():
         print(f"  {fid:14} {status[fid][0]:8} {status[fid][1]}")
     expected = {fid: "yes" for fid in KERNEL_FEATURES}
     if lane == "degraded":
-        # 6.1 has no tcx, no BPF qdiscs (6.16+), and runs rxe only in the initial namespace.
-        expected.update({"tcx": "no", "rxe": "no", "bpf_qdisc": "no"})
+        # 6.1 has no tcx, no BPF qdiscs (6.16+), no ECMP seed per namespace (6.11+), and runs
+        # rxe only in the initial namespace.
+        expected.update({"tcx": "no", "rxe": "no", "bpf_qdisc": "no", "ecmp_seed": "no"})
     wrong = [f"{fid}: {status[fid][0]}, expected {want}" for fid, want in expected.items()
              if status[fid][0] != want]
     if lane == "degraded" and "namespace" not in status["rxe"][1]:
