@@ -123,8 +123,8 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& model, const std::stri
 
 // The doctor's rows for the features above ("bpf", "clsact", "tcx", "sch_fq", "sch_htb",
 // "ovs_kernel", "ovs_userspace", "rxe", "cgroup_cpu", "cgroup_memory", "tcp_congestion",
-// "ecmp_seed", "capacity"): id, status and detail (the catalog adds names and costs). The capacity is this
-// boot's calibration, measured now only when `calibrate`.
+// "ecmp_seed", "capacity"): id, status and detail (the catalog adds names and costs). The capacity
+// is this boot's calibration, measured now only when `calibrate`.
 std::vector<FeatureProbe> capability_rows(Capabilities& caps, bool calibrate = false);
 
 }  // namespace fabemu
