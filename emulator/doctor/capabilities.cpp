@@ -253,7 +253,7 @@ Result<PlanOptions> choose_plan_options(const LabModel& m, Capabilities& caps,
 }
 
 Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& flag,
-                                          Capabilities& caps) {
+                                          Capabilities& caps, bool rxe) {
   TimeScaleChoice out;
   const TimeScaleSpec& spec = m.scenario.time_scale;
   bool automatic = spec.automatic;
@@ -274,8 +274,9 @@ Result<TimeScaleChoice> choose_time_scale(const LabModel& m, const std::string& 
   // A machine of a lab across machines carries its own ports' share; the launcher takes the
   // largest factor any machine needs.
   auto demand = lab_demand(m);
-  // A lab with GSO super-frames through its fabric divides by what the machine carries so.
-  const CapacityKind kind = capacity_kind(m.scenario.fabric);
+  // A lab with GSO super-frames through its fabric divides by what the machine carries so,
+  // unless its collectives run over soft-RoCE (a frame an skb).
+  const CapacityKind kind = rxe ? CapacityKind::Plain : capacity_kind(m.scenario.fabric);
   if (demand && m.part) demand = machine_loads(m, m.part->placement).at(m.part->index).demand;
   if (automatic) {
     if (!demand)

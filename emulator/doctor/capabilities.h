@@ -118,8 +118,10 @@ struct TimeScaleChoice {
   std::string why;
   std::vector<std::string> notes;
 };
+// `rxe`: the hosts get soft-RoCE, whose frames are one skb each whatever fabric.gso says, so the
+// plain capacity holds for them.
 Result<TimeScaleChoice> choose_time_scale(const LabModel& model, const std::string& flag,
-                                          Capabilities& caps);
+                                          Capabilities& caps, bool rxe = false);
 
 // The doctor's rows for the features above ("bpf", "clsact", "tcx", "sch_fq", "sch_htb",
 // "ovs_kernel", "ovs_userspace", "rxe", "cgroup_cpu", "cgroup_memory", "tcp_congestion",

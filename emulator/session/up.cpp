@@ -72,7 +72,7 @@ Result<void> ask_machine(const UpRequest& req, const LabPaths& base, Observer& o
     p.plan.neighbour_limit = std::atoi(text->c_str());
   probe.progress = [&observer](const std::string& line) { observer.remark(line); };
   probe.calibrator = calibrator(base.run_root);
-  auto scale = choose_time_scale(p.model, req.time_scale, caps);
+  auto scale = choose_time_scale(p.model, req.time_scale, caps, p.plan.rdma.rxe);
   if (!scale) return refused(scale.error());
   p.model.time_scale = scale->scale;
   p.model.time_scale_why = scale->why;

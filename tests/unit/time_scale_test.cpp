@@ -202,9 +202,12 @@ TEST(TimeScale, AGsoLabAsksForTheGsoCapacity) {
   ASSERT_TRUE(c) << c.error().what();
   EXPECT_NE(c->why.find("(with GSO super-frames)"), std::string::npos) << c->why;
   ASSERT_TRUE(choose_time_scale(*plain, "", caps));
-  ASSERT_EQ(p.kinds.size(), 2u);
+  // Soft-RoCE's frames are one skb each, GSO or not.
+  ASSERT_TRUE(choose_time_scale(*gso, "", caps, /*rxe=*/true));
+  ASSERT_EQ(p.kinds.size(), 3u);
   EXPECT_EQ(p.kinds[0], CapacityKind::Gso);
   EXPECT_EQ(p.kinds[1], CapacityKind::Plain);
+  EXPECT_EQ(p.kinds[2], CapacityKind::Plain);
 }
 
 TEST(TimeScale, SmallCollectiveStepsNeedTheMachinesOverheadDilatedAway) {
