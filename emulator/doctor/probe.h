@@ -19,9 +19,9 @@ enum class ProbeStatus { Yes, No, Partial, Unknown };
 std::string_view to_string(ProbeStatus status);
 
 struct FeatureProbe {
-  // Stable key, in this order: netns, uts_ns, veth, bridge, ecmp, ecmp_seed, bpf, clsact, tcx, sch_fq,
-  // sch_netem, sch_htb, sch_tbf, bpf_qdisc, ifb, ovs_kernel, ovs_userspace, rxe, cgroup_cpu,
-  // cgroup_memory, tcp_congestion.
+  // Stable key, in this order: netns, uts_ns, veth, bridge, ecmp, ecmp_seed, bpf, clsact, tcx,
+  // sch_fq, sch_netem, sch_htb, sch_tbf, bpf_qdisc, ifb, ovs_kernel, ovs_userspace, rxe,
+  // cgroup_cpu, cgroup_memory, tcp_congestion.
   std::string id;
   std::string name;  // for people: "BPF tcx attach"
   ProbeStatus status = ProbeStatus::Unknown;
