@@ -154,8 +154,11 @@ TEST_F(RunTest, AFlappingLinkNeverHangsTheStep) {
   EXPECT_TRUE(fault_record(json_of(o), "leaf1:spine1 down (flap 1/6)").is_object()) << o;
 }
 
+// 3% on one spine link: the flows that hash onto it stay there (switches hash the headers, with
+// seeds of their own), so the workload completes only if TCP keeps going through that loss;
+// with 30% its backoffs outlast the step's timeout.
 TEST_F(RunTest, AFailedExpectationFailsTheRun) {
-  TempScenario sc(faulty_scenario("  - {at: 1s, link: \"leaf1:spine1\", set: {loss: 30%}}\n",
+  TempScenario sc(faulty_scenario("  - {at: 1s, link: \"leaf1:spine1\", set: {loss: 3%}}\n",
                                   "expect: {completes: true, max_drops: 0, busbw_min: 1gbit}\n"));
   const std::string lab = lab_name("re");
   LabGuard guard(lab);
