@@ -48,17 +48,15 @@ void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Scen
     set("net/ipv4/ip_forward", "1");
     // Per namespace and 0 (L3) in a new one: without this every flow between two hosts
     // takes one path whatever its ports.
+    // With ecmp_seeds each switch hashes the headers with a seed of its own, as real switches
+    // do, so that the tiers of a fat-tree choose apart. Policy 1 would take a flow hash the skb
+    // already has (the sending socket's, the same at every hop); 3 always hashes these fields:
+    // addresses, protocol and ports (the sysctl's 0x37).
     const bool l4 = fabric.ecmp_hash == EcmpHash::L4;
+    set("net/ipv4/fib_multipath_hash_policy", !l4 ? "0" : options.ecmp_seeds ? "3" : "1");
     if (options.ecmp_seeds) {
-      // Each switch hashes the headers with a seed of its own, as real switches do, so that the
-      // tiers of a fat-tree choose apart. Policy 1 would take a flow hash the skb already has
-      // (the sending socket's, the same at every hop); 3 always hashes these fields: addresses,
-      // protocol and ports (the sysctl's 0x37).
-      set("net/ipv4/fib_multipath_hash_policy", l4 ? "3" : "0");
       if (l4) set("net/ipv4/fib_multipath_hash_fields", "55");
       set("net/ipv4/fib_multipath_hash_seed", std::to_string(ecmp_seed_of(s.seed, node.name)));
-    } else {
-      set("net/ipv4/fib_multipath_hash_policy", l4 ? "1" : "0");
     }
     // traceroute across the fabric should not look lossy.
     set("net/ipv4/icmp_ratelimit", "0");
