@@ -113,6 +113,29 @@ void print_links(const LabModel& m, const RunReport& r) {
   }
 }
 
+// The busiest ECMP groups over the workload: each member's share of the group's bytes, the
+// imbalance (collisions of a few big flows show here).
+void print_groups(const LabModel& m, const RunReport& r) {
+  const std::vector<GroupBalance> groups = run_group_balances(m, r);
+  if (groups.empty() || groups.front().bytes == 0) return;
+  std::printf("ECMP groups over the workload, busiest first (max/mean 1 and Jain 1: even):\n");
+  std::printf("  %-12s %6s %10s %9s %6s  %s\n", "SWITCH", "ROUTES", "MBYTES", "MAX/MEAN", "JAIN",
+              "NEXT HOP MBYTES");
+  for (size_t k = 0; k < std::min<size_t>(6, groups.size()) && groups[k].bytes; ++k) {
+    const GroupBalance& g = groups[k];
+    std::string members;
+    for (const MemberLoad& x : g.members) {
+      const Link& l = m.topo.links[x.dir / 2];
+      members += printf_string("%s%s %.2f", members.empty() ? "" : ", ",
+                               m.topo.nodes[(x.dir % 2 ? l.a : l.b).node].name.c_str(),
+                               double(x.bytes) / 1e6);
+    }
+    std::printf("  %-12s %6d %10.2f %9.2f %6.3f  %s\n", m.topo.nodes[g.node].name.c_str(), g.routes,
+                double(g.bytes) / 1e6, g.max_over_mean, g.jain, members.c_str());
+  }
+  if (groups.size() > 6) std::printf("  (%zu groups in all: report.jsonl)\n", groups.size());
+}
+
 }  // namespace
 
 void print_reachability(const LabModel& m, const ReachabilityReport& reach, double seconds) {
@@ -169,6 +192,7 @@ int render_run_end(const session::RunOutcome& out, const UpArgs& args) {
     std::printf("workload not run: %s\n", out.workload_not_run.c_str());
   print_faults(m, report);
   print_links(m, report);
+  print_groups(m, report);
   for (const ExpectResult& e : report.expectations)
     std::printf("expect %s: %s\n", e.ok ? "ok" : "FAILED", e.what.c_str());
   if (out.report_error)

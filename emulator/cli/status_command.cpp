@@ -130,6 +130,27 @@ void print_links(const Json& j) {
   }
 }
 
+// The busiest ECMP groups since the lab came up: each next hop's bytes, the imbalance.
+void print_groups(const Json& j) {
+  if (!j.contains("ecmp_groups") || j["ecmp_groups"].empty()) return;
+  const Json& groups = j["ecmp_groups"];
+  std::printf("\nECMP groups since up, busiest first (max/mean 1 and Jain 1: even):\n");
+  std::printf("%-12s %6s %12s %9s %6s  %s\n", "SWITCH", "ROUTES", "MBYTES", "MAX/MEAN", "JAIN",
+              "NEXT HOPS (MBYTES)");
+  for (size_t k = 0; k < groups.size() && k < 8; ++k) {
+    const Json& g = groups[k];
+    std::string members;
+    for (const Json& x : g["members"])
+      members +=
+          printf_string("%s%s %.2f", members.empty() ? "" : ", ", x.value("direction", "").c_str(),
+                        double(session::json_count(x, "bytes")) / 1e6);
+    std::printf("%-12s %6d %12.2f %9.2f %6.3f  %s\n", g.value("switch", "").c_str(),
+                g.value("routes", 0), double(session::json_count(g, "bytes")) / 1e6,
+                g.value("max_over_mean", 0.0), g.value("jain", 0.0), members.c_str());
+  }
+  if (groups.size() > 8) std::printf("(%zu groups in all: --json)\n", groups.size());
+}
+
 // A lab bigger than this (nodes or links) prints a summary unless rows are asked for.
 constexpr size_t kFullTable = 64;
 
@@ -164,6 +185,7 @@ void print_summary(const Json& j) {
       std::printf(" %s %llu;", d.value("direction", "").c_str(), session::json_count(d, "drops"));
     std::printf("\n");
   }
+  print_groups(j);
   const Json& r = j["rdma"];
   if (r.value("mode", "off") == "rxe") {
     size_t present = 0;
@@ -289,6 +311,7 @@ void print_status_json(const Json& j) {
                   ip.c_str(), n.value("namespace", "").c_str());
   }
   print_links(j);
+  print_groups(j);
   print_rdma(j);
 }
 

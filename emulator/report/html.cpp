@@ -225,6 +225,49 @@ std::string link_table(const LabModel& m, const RunReport& r) {
   return h;
 }
 
+// The busiest ECMP groups over the run, a horizontal bar per member (its MB, its share of the
+// group's), busiest group first; a big lab's first kGroupCharts.
+constexpr size_t kGroupCharts = 8;
+std::string group_charts(const LabModel& m, const RunReport& r) {
+  const std::vector<GroupBalance> groups = run_group_balances(m, r);
+  if (groups.empty() || groups.front().bytes == 0) return "";
+  using svg_detail::num;
+  std::string h =
+      "<h2>ECMP groups</h2>\n<p class=\"note\">Bytes each next hop of a switch's ECMP group "
+      "carried over the run (its port's bytes), busiest group first. max/mean 1 and Jain's "
+      "index 1 are an even spread; a few big flows hashed onto one member show as one long "
+      "bar.</p>\n<div id=\"groups\">\n";
+  size_t shown = 0;
+  for (const GroupBalance& g : groups) {
+    if (shown == kGroupCharts || g.bytes == 0) break;
+    ++shown;
+    uint64_t most = 1;
+    for (const MemberLoad& x : g.members) most = std::max(most, x.bytes);
+    constexpr double kLabel = 150, kBar = 300, kRow = 18, kTail = 190;
+    const double height = 24 + kRow * double(g.members.size());
+    h += "<svg class=\"group\" width=\"" + num(kLabel + kBar + kTail) + "\" height=\"" +
+         num(height) + "\"><text x=\"0\" y=\"14\" font-weight=\"bold\">" +
+         xml_escape(m.topo.nodes[g.node].name) + ", " + std::to_string(g.members.size()) +
+         " next hops: " + fixed(double(g.bytes) / 1e6, 2) + " MB, max/mean " +
+         fixed(g.max_over_mean, 2) + ", Jain " + fixed(g.jain, 3) + "</text>\n";
+    for (size_t k = 0; k < g.members.size(); ++k) {
+      const MemberLoad& x = g.members[k];
+      const double y = 22 + kRow * double(k), w = kBar * double(x.bytes) / double(most);
+      h += "<text x=\"0\" y=\"" + num(y + 12) + "\">" + xml_escape(x.name) + "</text><rect x=\"" +
+           num(kLabel) + "\" y=\"" + num(y + 2) + "\" width=\"" + num(w) + "\" height=\"" +
+           num(kRow - 4) + "\" fill=\"#4a7ab5\"/><text x=\"" + num(kLabel + w + 4) + "\" y=\"" +
+           num(y + 12) + "\">" + fixed(double(x.bytes) / 1e6, 2) + " MB (" +
+           fixed(100.0 * double(x.bytes) / double(g.bytes), 1) + "%)</text>\n";
+    }
+    h += "</svg>\n";
+  }
+  h += "</div>\n";
+  if (shown < groups.size())
+    h += "<p class=\"note\">The busiest " + std::to_string(shown) + " of " +
+         std::to_string(groups.size()) + " groups; report.jsonl has every one.</p>\n";
+  return h;
+}
+
 // Per collective step and size, how the ranks' times spread (each rank's mean iteration) and
 // which host the slowest ran on: the time column is the slowest rank's.
 std::string rank_table(const LabModel& m, const RunReport& r) {
@@ -350,6 +393,7 @@ std::string report_html(const LabModel& m, const RunReport& r) {
   }
   const auto [rate, drops, pauses] = link_charts(m, r);
   h += "<h2>Links</h2>\n" + link_table(m, r) + rate + sampler_note(m, r) + drops + pauses;
+  h += group_charts(m, r);
   if (!r.expectations.empty()) {
     h += "<h2>Expectations</h2>\n<table id=\"expect\">\n";
     for (const ExpectResult& e : r.expectations)

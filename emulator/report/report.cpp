@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "results/ecmp_groups.h"
 #include "util/json.h"
 #include "util/units.h"
 
@@ -200,6 +201,11 @@ Json sample_record(const Topology& t, const TelemetrySample& s) {
 
 }  // namespace
 
+std::vector<GroupBalance> run_group_balances(const LabModel& m, const RunReport& r) {
+  if (r.samples.size() < 2) return {};
+  return group_balances(m, [&](size_t d) { return run_growth(r, d); });
+}
+
 std::vector<Json> report_records(const LabModel& m, const RunReport& r) {
   const Topology& t = m.topo;
   std::vector<Json> out;
@@ -248,6 +254,11 @@ std::vector<Json> report_records(const LabModel& m, const RunReport& r) {
           {"fib_switches", f.fib_switches},
           {"fib_first_s", or_null(f.fib_first_s.has_value(), f.fib_first_s.value_or(0))},
           {"fib_last_s", or_null(f.fib_last_s.has_value(), f.fib_last_s.value_or(0))}});
+  for (const GroupBalance& g : run_group_balances(m, r)) {
+    Json j = {{"type", "ecmp_group"}};
+    j.update(group_json(t, g));
+    line(std::move(j));
+  }
   for (const TelemetrySample& s : r.samples) line(sample_record(t, s));
   for (const ExpectResult& e : r.expectations)
     line({{"type", "expect"}, {"what", e.what}, {"ok", e.ok}});

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "results/ecmp_groups.h"
 #include "results/faults.h"
 #include "results/telemetry.h"
 #include "results/workload.h"
@@ -85,6 +86,10 @@ struct DirectionFigures {
 // Every direction, those that dropped first (most drops), then the busiest (most bytes).
 std::vector<DirectionFigures> rank_directions(const LabModel& m, const RunReport& r);
 
+// Every ECMP group's balance over the run (run_growth of its members), busiest first; none
+// without two samples.
+std::vector<GroupBalance> run_group_balances(const LabModel& m, const RunReport& r);
+
 // The spread of one size's per-rank times (the real fabric's µs, as time_us), and which host
 // the slowest rank ran on (the host of that rank: Node::rank; empty when unknown).
 struct RankSpread {
@@ -128,7 +133,7 @@ struct SamplerBound {
 SamplerBound sampler_bound(const LabModel& m, const RunReport& r);
 
 // The run as records, each with its "type": run (the header), step, result, flow, fault,
-// sample, expect; report.jsonl holds one per line, `run --json` all but the samples.
+// ecmp_group, sample, expect; report.jsonl holds one per line, `run --json` all but the samples.
 std::vector<Json> report_records(const LabModel& m, const RunReport& r);
 std::string report_json_lines(const LabModel& m, const RunReport& r);
 std::string report_html(const LabModel& m, const RunReport& r);

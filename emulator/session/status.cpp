@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "results/ecmp_groups.h"
 #include "runtime/lab_status.h"
 #include "session/across.h"
 #include "session/session.h"
@@ -102,6 +103,44 @@ Json end_json(const LabStatus& s, size_t l, const LinkEnd& e) {
   return j;
 }
 
+// Direction `d`'s bytes and frames since the lab came up: the link model's where it shapes the
+// port, else the port's own tx counters; zeros when unreadable.
+DirectionSample direction_since_up(const LabStatus& s, size_t d) {
+  DirectionSample out;
+  const size_t l = d / 2;
+  const bool back = d % 2 == 1;
+  if (const DirectionState* x = s.direction(l, back); x && x->shaped) {
+    out.bytes = x->counters.bytes;
+    out.packets = x->counters.packets;
+    return out;
+  }
+  const Link& link = s.model.topo.links[l];
+  const LinkEnd& from = back ? link.b : link.a;
+  if (const InterfaceState* i = s.interface(from.node, from.ifname)) {
+    out.bytes = i->tx_bytes;
+    out.packets = i->tx_packets;
+  }
+  return out;
+}
+
+// This machine's switches' ECMP groups since the lab came up, busiest first (a lab across
+// machines: each switch's group is its own machine's, whose ports its members are).
+Json groups_json(const LabStatus& s) {
+  const LabModel& m = s.model;
+  Json out = Json::array();
+  for (const GroupBalance& g :
+       group_balances(m, [&](size_t d) { return direction_since_up(s, d); }))
+    if (!m.part || m.part->local(g.node)) out.push_back(group_json(m.topo, g));
+  return out;
+}
+
+// Groups busiest first.
+void sort_groups(Json& groups) {
+  std::stable_sort(groups.begin(), groups.end(), [](const Json& a, const Json& b) {
+    return json_count(a, "bytes") > json_count(b, "bytes");
+  });
+}
+
 }  // namespace
 
 Json status_json(const LabStatus& s) {
@@ -163,6 +202,7 @@ Json status_json(const LabStatus& s) {
     links.push_back(std::move(o));
   }
   j["links"] = links;
+  j["ecmp_groups"] = groups_json(s);
   j["rdma"] = rdma_json(s);
   return j;
 }
@@ -197,9 +237,11 @@ Json merge_status(const std::vector<Json>& parts) {
         link.erase(dir);
     }
   }
-  Json devices = Json::array();
+  Json devices = Json::array(), groups = Json::array();
   std::vector<std::string> states;
   for (const Json& p : parts) {
+    if (p.contains("ecmp_groups"))
+      for (const Json& g : p["ecmp_groups"]) groups.push_back(g);
     if (p["rdma"].contains("devices"))
       for (const Json& d : p["rdma"]["devices"]) devices.push_back(d);
     if (p.value("state", "") != "up")
@@ -209,6 +251,8 @@ Json merge_status(const std::vector<Json>& parts) {
   std::sort(devices.begin(), devices.end(),
             [](const Json& a, const Json& b) { return a.value("rank", 0) < b.value("rank", 0); });
   if (out["rdma"].contains("devices")) out["rdma"]["devices"] = devices;
+  sort_groups(groups);
+  out["ecmp_groups"] = groups;
   std::string state = "up";
   for (const std::string& s : states) state = (state == "up" ? "" : state + ", ") + s;
   out["state"] = state;
@@ -292,6 +336,12 @@ Json filter_status(const Json& j, const StatusView& v) {
     for (const Json& d : j["rdma"]["devices"])
       if (nodes.count(d.value("host", ""))) devices.push_back(d);
     out["rdma"]["devices"] = devices;
+  }
+  if (out.contains("ecmp_groups")) {
+    Json groups = Json::array();
+    for (const Json& g : j["ecmp_groups"])
+      if (nodes.count(g.value("switch", ""))) groups.push_back(g);
+    out["ecmp_groups"] = groups;
   }
   out["filter"] = {{"nodes", v.nodes}, {"links", v.links}};
   return out;

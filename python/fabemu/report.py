@@ -89,6 +89,9 @@ class Report:
     expectations: List[Expectation]
     samples: List[Dict[str, Any]] = field(default_factory=list, repr=False)
     output: str = field(default="", repr=False)
+    # Each switch's ECMP group over the run, busiest first: switch, name, routes, members
+    # (direction, bytes, frames), bytes, max_over_mean, jain (docs/json.md).
+    ecmp_groups: List[Dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -115,7 +118,7 @@ def read_report(directory: Union[str, Path], exit_code: int = 0, output: str = "
     d = Path(directory)
     run: Dict[str, Any] = {}
     steps: Dict[int, Step] = {}
-    faults, expectations, samples = [], [], []
+    faults, expectations, samples, groups = [], [], [], []
     with open(d / "report.jsonl", encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.strip():
@@ -136,8 +139,10 @@ def read_report(directory: Union[str, Path], exit_code: int = 0, output: str = "
                 expectations.append(Expectation(**fields_of(Expectation, j)))
             elif kind == "sample":
                 samples.append(j)
+            elif kind == "ecmp_group":
+                groups.append(j)
     return Report(d, exit_code, run, [steps[i] for i in sorted(steps)], faults, expectations,
-                  samples, output)
+                  samples, output, groups)
 
 
 def run(scenario: Union[str, Path], lab: Optional[str] = None, *,

@@ -212,6 +212,31 @@ rdma: {enabled: off}
   int carrying = 0;
   for (double b : core) carrying += b > 0.05 * total;
   EXPECT_GE(carrying, 3) << "h1's 32 flows to another pod crowd onto the core paths of one hash";
+  // status's ECMP groups: agg1's group toward the cores holds the same bytes per member, and
+  // its imbalance is computed from them; the busiest group comes first.
+  const nlohmann::json st = nlohmann::json::parse(json);
+  const nlohmann::json& groups = st["ecmp_groups"];
+  ASSERT_EQ(groups.size(), 16u);  // every edge and aggregation switch: one upward group
+  for (size_t k = 1; k < groups.size(); ++k)
+    EXPECT_GE(groups[k - 1]["bytes"].get<double>(), groups[k]["bytes"].get<double>());
+  bool seen = false;
+  for (const auto& g : groups) {
+    if (g["switch"] != "agg1") continue;
+    seen = true;
+    ASSERT_EQ(g["members"].size(), 2u);
+    double sum = 0, most = 0;
+    for (const auto& x : g["members"]) {
+      const double b = x["bytes"].get<double>();
+      EXPECT_EQ(b, double(direction(json, x["direction"].get<std::string>()).bytes));
+      sum += b;
+      most = std::max(most, b);
+    }
+    ASSERT_GT(sum, 0);
+    EXPECT_NEAR(g["max_over_mean"].get<double>(), most / (sum / 2), 1e-9);
+    EXPECT_GT(g["jain"].get<double>(), 0.5 - 1e-9);
+    EXPECT_LE(g["jain"].get<double>(), 1 + 1e-9);
+  }
+  EXPECT_TRUE(seen) << st["ecmp_groups"].dump();
 }
 
 TEST_F(LinkModelTest, TcpHandsTheModelOneWirePacketAtATime) {
