@@ -6,8 +6,9 @@ collective: busbw beside the link model's (which assumes perfect spreading), eve
 checked, and how evenly the leaves' ECMP groups carried the bytes (report.jsonl's ecmp_group
 records: the worst group's busiest member over the mean, and Jain's index). Median of --runs.
     sudo /usr/bin/python3 bench/load_balance.py [--modes ecmp,ecmp-l3] [--runs 3]
-Modes: ecmp (5-tuple hash, `ecmp_hash: l4`), ecmp-l3 (addresses only), one-pipe (one spine with
-links of 4 x the rate: nothing to spread, the emulation's own cost alone). See README.md."""
+Modes: ecmp (5-tuple hash, `ecmp_hash: l4`), ecmp-l3 (addresses only), ecmp-qp4 (ecmp with 4
+connections per peer: `qps_per_peer: 4`), one-pipe (one spine with links of 4 x the rate:
+nothing to spread, the emulation's own cost alone). See README.md."""
 import argparse
 import json
 import os
@@ -22,6 +23,8 @@ REPO = Path(__file__).resolve().parent.parent
 MODES = {
     "ecmp": "ecmp_hash: l4",
     "ecmp-l3": "ecmp_hash: l3",
+    # Meta's QP scaling: 4 connections per peer, each a quarter of the buffer (qps_per_peer).
+    "ecmp-qp4": "ecmp_hash: l4",
     # No choice to make: one spine whose links carry what the four did (1600 Gbit/s). What is
     # left between it and the model is the emulation's own cost, not the spreading's.
     "one-pipe": "ecmp_hash: l4",
@@ -39,7 +42,8 @@ def scenario(mode, collective, size, time_scale, seed):
             ("  leaf-spine: {rate: 1600gbit, queue: 8M, ecn_threshold: 1600K}\n" if one else "") +
             "rdma: {enabled: off}\n"
             f"workload: [{{collective: {collective}, library: gloo, transport: tcp, "
-            f"sizes: [{size}], iterations: 3, timeout: 1800s}}]\n")
+            f"sizes: [{size}], iterations: 3, timeout: 1800s"
+            f"{', qps_per_peer: 4' if mode == 'ecmp-qp4' else ''}}}]\n")
 
 
 def one_run(args, tmp, mode, collective, size, k):
@@ -78,7 +82,7 @@ def one_run(args, tmp, mode, collective, size, k):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fabemu", default=str(REPO / "build/emulator/fabemu"))
-    ap.add_argument("--modes", default="ecmp,ecmp-l3,one-pipe")
+    ap.add_argument("--modes", default="ecmp,ecmp-l3,ecmp-qp4,one-pipe")
     ap.add_argument("--collectives", default="alltoall,allreduce")
     ap.add_argument("--size", default="8M")
     ap.add_argument("--runs", type=int, default=3)

@@ -21,9 +21,17 @@ namespace fabemu::collective {
 class AlltoallPairwise : public gloo::Algorithm {
  public:
   // `in` and `out` hold contextSize blocks of `block` floats; block i of `in` goes to rank i.
+  // With a `stride` (>= offset + block), rank i's block starts at i * stride + offset instead:
+  // one slice of every block, as each connection of several per peer carries (--qps-per-peer).
   AlltoallPairwise(const std::shared_ptr<gloo::Context>& context, float* in, float* out,
-                   size_t block)
-      : gloo::Algorithm(context), in_(in), out_(out), block_(block), peers_(contextSize_) {
+                   size_t block, size_t stride = 0, size_t offset = 0)
+      : gloo::Algorithm(context),
+        in_(in),
+        out_(out),
+        block_(block),
+        stride_(stride ? stride : block),
+        offset_(offset),
+        peers_(contextSize_) {
     const size_t bytes = block_ * sizeof(float);
     const int data_slot = context_->nextSlot();
     const int ready_slot = context_->nextSlot();
@@ -31,8 +39,8 @@ class AlltoallPairwise : public gloo::Algorithm {
       if (r == contextRank_) continue;
       Peer& p = peers_[r];
       auto& pair = getPair(r);
-      p.data_send = pair->createSendBuffer(data_slot, in_, bytes * contextSize_);
-      p.data_recv = pair->createRecvBuffer(data_slot, out_ + r * block_, bytes);
+      p.data_send = pair->createSendBuffer(data_slot, in_, stride_ * sizeof(float) * contextSize_);
+      p.data_recv = pair->createRecvBuffer(data_slot, out_ + r * stride_ + offset_, bytes);
       p.ready_send = pair->createSendBuffer(ready_slot, &p.ready_out, sizeof(p.ready_out));
       p.ready_recv = pair->createRecvBuffer(ready_slot, &p.ready_in, sizeof(p.ready_in));
     }
@@ -41,12 +49,13 @@ class AlltoallPairwise : public gloo::Algorithm {
   void run() override {
     const size_t bytes = block_ * sizeof(float);
     const int n = contextSize_, rank = contextRank_;
-    std::memcpy(out_ + rank * block_, in_ + rank * block_, bytes);
+    const size_t own = rank * stride_ + offset_;
+    std::memcpy(out_ + own, in_ + own, bytes);
     for (int i = 1; i < n; ++i) peers_[(rank - i + n) % n].ready_send->send();
     for (int i = 1; i < n; ++i) {
       const int to = (rank + i) % n;
       peers_[to].ready_recv->waitRecv();
-      peers_[to].data_send->send(to * bytes, bytes);
+      peers_[to].data_send->send((to * stride_ + offset_) * sizeof(float), bytes);
     }
     for (int i = 1; i < n; ++i) peers_[(rank - i + n) % n].data_recv->waitRecv();
     // The caller refills `in` next: the sends must be done with it.
@@ -69,7 +78,7 @@ class AlltoallPairwise : public gloo::Algorithm {
 
   float* in_;
   float* out_;
-  size_t block_;
+  size_t block_, stride_, offset_;
   std::vector<Peer> peers_;  // indexed by rank; our own entry stays empty
 };
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 #include <gloo/allgather_ring.h>
 #include <gloo/allreduce_halving_doubling.h>
@@ -59,6 +60,34 @@ class LocalCopy final : public Operation {
   std::span<const float> in_;
   std::span<float> out_;
 };
+
+// One collective split over several connections per peer: each lane's algorithm on its own
+// slice, all at once (the first lane in the calling thread).
+class LanesOperation final : public Operation {
+ public:
+  explicit LanesOperation(std::vector<std::unique_ptr<Operation>> lanes)
+      : lanes_(std::move(lanes)) {}
+  Result<void> run() override {
+    std::vector<Result<void>> got(lanes_.size(), ok());
+    std::vector<std::thread> threads;
+    for (size_t k = 1; k < lanes_.size(); ++k)
+      threads.emplace_back([this, k, &got] { got[k] = lanes_[k]->run(); });
+    got[0] = lanes_[0]->run();
+    for (std::thread& t : threads) t.join();
+    for (size_t k = 0; k < got.size(); ++k)
+      if (!got[k]) return got[k].error().context("connection " + std::to_string(k + 1));
+    return ok();
+  }
+
+ private:
+  std::vector<std::unique_ptr<Operation>> lanes_;
+};
+
+// Part k of n of `total` elements: [first, first + count), the remainder spread over the first.
+std::pair<size_t, size_t> part(size_t total, size_t n, size_t k) {
+  const size_t base = total / n, extra = total % n;
+  return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
+}
 
 Result<std::shared_ptr<gloo::transport::Device>> open_device(const GlooSettings& s) {
   if (s.transport == Transport::Ibverbs) return open_ibverbs_device(s);
@@ -116,6 +145,15 @@ Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::connect(const GlooSe
     context->setTimeout(s.timeout);
     context->connectFullMesh(*c->store_, *device);
     c->context_ = context;
+    c->lanes_ = {context};
+    for (int k = 1; k < s.qps_per_peer && ranks.size > 1; ++k) {
+      gloo::rendezvous::PrefixStore lane_store(s.run_id + "-qp" + std::to_string(k),
+                                               *c->file_store_);
+      auto lane = std::make_shared<gloo::rendezvous::Context>(ranks.rank, ranks.size);
+      lane->setTimeout(s.timeout);
+      lane->connectFullMesh(lane_store, *device);
+      c->lanes_.push_back(lane);
+    }
     if (s.sync_max > 0 && ranks.size > 1) {
       gloo::rendezvous::PrefixStore sync_store(s.run_id + "-sync", *c->file_store_);
       auto sync = std::make_shared<gloo::rendezvous::Context>(ranks.rank, ranks.size);
@@ -156,56 +194,75 @@ bool GlooCommunicator::in_place(Collective c) const {
   return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Broadcast;
 }
 
-Result<std::unique_ptr<Operation>> GlooCommunicator::prepare(const Layout& l, std::span<float> in,
-                                                             std::span<float> out) {
+std::unique_ptr<gloo::Algorithm> GlooCommunicator::algorithm_on(
+    const std::shared_ptr<gloo::Context>& ctx, const Layout& l, std::span<float> in,
+    std::span<float> out, size_t stride, size_t offset) {
   const int n = ranks_.size;
-  if (n == 1) return std::unique_ptr<Operation>(new LocalCopy(in, out));
   const int count = static_cast<int>(l.count);  // options cap sizes at 1G bytes
   const int block = static_cast<int>(l.block);
-  std::unique_ptr<gloo::Algorithm> algo;
+  switch (l.collective) {
+    case Collective::AllReduce:
+      switch (settings_.allreduce) {
+        case AllreduceAlgorithm::RingChunked:
+          return std::make_unique<gloo::AllreduceRingChunked<float>>(
+              ctx, std::vector<float*>{out.data()}, count);
+        case AllreduceAlgorithm::Ring:
+          return std::make_unique<gloo::AllreduceRing<float>>(ctx, std::vector<float*>{out.data()},
+                                                              count);
+        case AllreduceAlgorithm::HalvingDoubling:
+          return std::make_unique<gloo::AllreduceHalvingDoubling<float>>(
+              ctx, std::vector<float*>{out.data()}, count);
+      }
+      break;
+    case Collective::AllGather:
+      return std::make_unique<gloo::AllgatherRing<float>>(ctx, std::vector<const float*>{in.data()},
+                                                          out.data(), block);
+    case Collective::ReduceScatter:
+      return std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(
+          ctx, std::vector<float*>{out.data()}, block * n, std::vector<int>(n, block));
+    case Collective::AllToAll:
+      return std::make_unique<AlltoallPairwise>(ctx, in.data(), out.data(), l.block, stride,
+                                                offset);
+    case Collective::Broadcast:
+      return std::make_unique<gloo::BroadcastOneToAll<float>>(ctx, std::vector<float*>{out.data()},
+                                                              l.count, kBroadcastRoot);
+  }
+  return nullptr;
+}
+
+Result<std::unique_ptr<Operation>> GlooCommunicator::prepare(const Layout& l, std::span<float> in,
+                                                             std::span<float> out) {
+  if (ranks_.size == 1) return std::unique_ptr<Operation>(new LocalCopy(in, out));
   // Small allreduces over the sync pairs (GlooSettings::sync_max says why and when).
   const bool sync =
       sync_context_ && l.collective == Collective::AllReduce && l.size <= settings_.sync_max;
-  const std::shared_ptr<gloo::Context>& ctx = sync ? sync_context_ : context_;
   try {
-    switch (l.collective) {
-      case Collective::AllReduce:
-        switch (settings_.allreduce) {
-          case AllreduceAlgorithm::RingChunked:
-            algo = std::make_unique<gloo::AllreduceRingChunked<float>>(
-                ctx, std::vector<float*>{out.data()}, count);
-            break;
-          case AllreduceAlgorithm::Ring:
-            algo = std::make_unique<gloo::AllreduceRing<float>>(
-                ctx, std::vector<float*>{out.data()}, count);
-            break;
-          case AllreduceAlgorithm::HalvingDoubling:
-            algo = std::make_unique<gloo::AllreduceHalvingDoubling<float>>(
-                ctx, std::vector<float*>{out.data()}, count);
-            break;
-        }
-        break;
-      case Collective::AllGather:
-        algo = std::make_unique<gloo::AllgatherRing<float>>(
-            ctx, std::vector<const float*>{in.data()}, out.data(), block);
-        break;
-      case Collective::ReduceScatter:
-        algo = std::make_unique<gloo::ReduceScatterHalvingDoubling<float>>(
-            ctx, std::vector<float*>{out.data()}, block * n, std::vector<int>(n, block));
-        break;
-      case Collective::AllToAll:
-        algo = std::make_unique<AlltoallPairwise>(ctx, in.data(), out.data(), l.block);
-        break;
-      case Collective::Broadcast:
-        algo = std::make_unique<gloo::BroadcastOneToAll<float>>(
-            ctx, std::vector<float*>{out.data()}, l.count, kBroadcastRoot);
-        break;
+    if (lanes_.size() == 1 || !splits_across_qps(l.collective))
+      return std::unique_ptr<Operation>(new AlgorithmOperation(
+          algorithm_on(sync ? sync_context_ : context_, l, in, out), retired_));
+    // Several connections per peer: each carries a slice (alltoall: a slice of every block).
+    const bool alltoall = l.collective == Collective::AllToAll;
+    std::vector<std::unique_ptr<Operation>> lanes;
+    for (size_t k = 0; k < lanes_.size(); ++k) {
+      const auto [first, count] = part(alltoall ? l.block : l.count, lanes_.size(), k);
+      if (count == 0) continue;
+      Layout slice = l;
+      if (alltoall) {
+        slice.block = count;
+        lanes.push_back(std::make_unique<AlgorithmOperation>(
+            algorithm_on(lanes_[k], slice, in, out, l.block, first), retired_));
+      } else {
+        slice.count = count;
+        slice.size = count * sizeof(float);
+        lanes.push_back(std::make_unique<AlgorithmOperation>(
+            algorithm_on(lanes_[k], slice, in, out.subspan(first, count)), retired_));
+      }
     }
+    return std::unique_ptr<Operation>(new LanesOperation(std::move(lanes)));
   } catch (const std::exception& e) {
     return make_error(std::string("setting up Gloo's ") + algorithm(l.collective) + ": " +
                       e.what());
   }
-  return std::unique_ptr<Operation>(new AlgorithmOperation(std::move(algo), retired_));
 }
 
 Result<void> GlooCommunicator::barrier() {

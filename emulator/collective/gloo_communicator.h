@@ -45,6 +45,12 @@ class GlooCommunicator final : public Communicator {
 
  private:
   GlooCommunicator(const GlooSettings& settings, RankInfo ranks);
+  // One Gloo algorithm for `l` on `ctx`; alltoall's blocks `stride` apart from `offset` (0: the
+  // whole blocks, l.block apart).
+  std::unique_ptr<gloo::Algorithm> algorithm_on(const std::shared_ptr<gloo::Context>& ctx,
+                                                const Layout& l, std::span<float> in,
+                                                std::span<float> out, size_t stride = 0,
+                                                size_t offset = 0);
 
   GlooSettings settings_;
   RankInfo ranks_;
@@ -52,6 +58,9 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<gloo::rendezvous::PrefixStore> store_;
   std::shared_ptr<gloo::Context> context_;
   std::shared_ptr<gloo::Context> sync_context_;  // settings.sync_max's pairs, when set
+  // With settings.qps_per_peer N: context_ and N - 1 more full meshes, one connection (tcp) or
+  // queue pair (ibverbs) per peer each; lanes_[0] is context_.
+  std::vector<std::shared_ptr<gloo::Context>> lanes_;
   std::unique_ptr<gloo::BarrierAllToAll> barrier_;
   // Algorithms that have run, kept until the process ends: Gloo's ibverbs buffers refuse to be
   // destroyed while a send's completion is still on its way (the last notifications of a ring,

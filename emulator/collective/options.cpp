@@ -142,6 +142,11 @@ Result<Options> parse_options(int argc, const char* const* argv, std::string* he
                  "rank reads its socket itself: a hand-off less per message); 0 never. At most "
                  "64K, where a pair's bytes always fit the sockets' buffers")
       ->capture_default_str();
+  app.add_option("--qps-per-peer", o.qps_per_peer,
+                 "Gloo: connections (tcp) or queue pairs (ibverbs) per peer, each collective's "
+                 "buffer split across them and run at once (allreduce, alltoall, broadcast)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxQpsPerPeer));
   app.add_option("--store", o.store,
                  "Gloo rendezvous directory every rank sees (default $FABEMU_SHARED_DIR/gloo)");
   app.add_option("--run-id", o.run_id,
@@ -201,7 +206,21 @@ Result<Options> parse_options(int argc, const char* const* argv, std::string* he
   if (o.library == Library::Mpi && o.transport_given) {
     return make_error("--transport is for --library gloo; MPI picks its own (e.g. OMPI_MCA_btl)");
   }
+  if (o.qps_per_peer > 1) {
+    if (o.library == Library::Mpi)
+      return make_error("--qps-per-peer is for --library gloo (MPI opens its own connections)");
+    for (Collective c : o.collectives)
+      if (!splits_across_qps(c))
+        return make_error("--qps-per-peer " + std::to_string(o.qps_per_peer) + ": " +
+                          std::string(name_of(c)) +
+                          " cannot split its blocks across connections (Gloo's ring takes them "
+                          "whole); allreduce, alltoall and broadcast can");
+  }
   return o;
+}
+
+bool splits_across_qps(Collective c) {
+  return c == Collective::AllReduce || c == Collective::AllToAll || c == Collective::Broadcast;
 }
 
 EnvLookup process_env() {
@@ -238,7 +257,10 @@ Result<GlooSettings> gloo_settings(const Options& o, const EnvLookup& env) {
                                    Collective::AllReduce) != o.collectives.end();
   const bool small =
       std::any_of(o.sizes.begin(), o.sizes.end(), [&](uint64_t b) { return b <= o.gloo_sync_max; });
-  if (o.transport == Transport::Tcp && allreduce && small) s.sync_max = o.gloo_sync_max;
+  // The sync pairs are a second mesh of one connection per peer: not with several.
+  if (o.transport == Transport::Tcp && allreduce && small && o.qps_per_peer == 1)
+    s.sync_max = o.gloo_sync_max;
+  s.qps_per_peer = o.qps_per_peer;
   s.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
 
   s.store_dir = o.store;

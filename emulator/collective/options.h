@@ -38,6 +38,9 @@ struct Options {
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::RingChunked;
   // Gloo tcp allreduces of at most this many bytes run over pairs in sync mode (0: none).
   uint64_t gloo_sync_max = 64 << 10;
+  // Gloo: connections (tcp) or queue pairs (ibverbs) per peer, each collective's buffer split
+  // across them and the parts run at once (Meta's QP scaling: more flows for ECMP to spread).
+  int qps_per_peer = 1;
   std::string store;   // "" = $FABEMU_SHARED_DIR/gloo
   std::string run_id;  // "" = $FABEMU_RUN_ID
   std::string addr;    // "" = $FABEMU_ADDR
@@ -93,7 +96,15 @@ struct GlooSettings {
   // iteration fit the sockets' buffers (well under 208 KB: wmem_max, and 128 KB of receive
   // buffer) are safe: a ring where every rank writes first could otherwise wait for ever.
   uint64_t sync_max = 0;
+  // Connections or queue pairs per peer (Options::qps_per_peer): one full mesh each.
+  int qps_per_peer = 1;
 };
+
+// The collectives whose buffers split into independent parts, one per connection: allreduce
+// and broadcast (contiguous slices), alltoall (each peer's block in slices). Gloo's allgather
+// ring and reduce-scatter take whole blocks.
+bool splits_across_qps(Collective c);
+constexpr int kMaxQpsPerPeer = 16;
 
 // Command line first, then the environment. Errors are usage errors (exit 2).
 Result<GlooSettings> gloo_settings(const Options& o, const EnvLookup& env);

@@ -110,6 +110,8 @@ std::vector<std::string> collective_argv(const WorkloadOptions& o, const Collect
       join(sizes, ","), "--iterations", std::to_string(c.iterations),
       "--json-out",     json_out};
   if (library == "gloo") argv.insert(argv.end(), {"--transport", transport, "--run-id", run_id});
+  if (library == "gloo" && c.qps_per_peer > 1)
+    argv.insert(argv.end(), {"--qps-per-peer", std::to_string(c.qps_per_peer)});
   if (!predict.empty()) argv.insert(argv.end(), {"--predict", predict});
   // Each connect and transfer wait; the step's own deadline bounds the whole run.
   argv.insert(argv.end(), {"--timeout", std::to_string(timeout_s)});

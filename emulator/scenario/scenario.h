@@ -226,6 +226,9 @@ struct CollectiveStep {
   std::string transport;   // tcp | ibverbs | auto
   std::vector<uint64_t> sizes;
   int iterations = 20;
+  // Gloo: connections (tcp) or queue pairs (ibverbs) per peer, the buffer split across them
+  // (allreduce, alltoall, broadcast): more flows for the fabric's ECMP to spread.
+  int qps_per_peer = 1;
 };
 
 struct ExecStep {

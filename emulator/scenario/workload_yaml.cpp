@@ -23,7 +23,8 @@ std::optional<uint64_t> read_timeout(const Field& f) {
 }
 
 CollectiveStep read_collective(const Field& item) {
-  item.check_keys({"collective", "library", "transport", "sizes", "iterations", "timeout"});
+  item.check_keys(
+      {"collective", "library", "transport", "sizes", "iterations", "timeout", "qps_per_peer"});
   CollectiveStep c;
   // The name stays a word (the runner passes it on); util/collectives.h says which exist.
   const Field name = item.at("collective");
@@ -43,6 +44,17 @@ CollectiveStep read_collective(const Field& item) {
     c.sizes = {1 << 20};
   }
   if (auto f = item.find("iterations")) c.iterations = f->integer(1, 1'000'000);
+  if (auto f = item.find("qps_per_peer")) {
+    c.qps_per_peer = f->integer(1, 16);
+    if (c.qps_per_peer > 1 && c.library != "gloo")
+      f->fail("connections per peer are fabemu-collective's (library: gloo); " + c.library +
+              " opens its own");
+    if (c.qps_per_peer > 1 && c.collective != "allreduce" && c.collective != "alltoall" &&
+        c.collective != "broadcast")
+      f->fail(c.collective +
+              " cannot split its blocks across connections (Gloo's ring and halving-doubling "
+              "take them whole); allreduce, alltoall and broadcast can");
+  }
   return c;
 }
 

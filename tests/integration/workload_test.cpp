@@ -126,6 +126,21 @@ workload:
   if (auto rxe = doctor::rxe_support("/run/fabemu/rxe-probe"); !rxe.usable) \
   GTEST_SKIP() << "no rxe between namespaces on this kernel: " << rxe.reason
 
+// qps_per_peer: each peer over several connections, the buffer split across them (sizes whose
+// elements do not divide by 3), every element still right.
+TEST_F(WorkloadTest, SeveralConnectionsPerPeerSplitTheBufferAndStayCorrect) {
+  const std::string name = lab_name("qps");
+  LabGuard lab(name);
+  std::string steps;
+  for (const char* c : {"allreduce", "alltoall", "broadcast"})
+    steps += std::string("  - {collective: ") + c +
+             ", sizes: [8K, 520K], iterations: 2, qps_per_peer: 3}\n";
+  Outcome o = run_scenario(name, steps);
+  EXPECT_EQ(o.status, 0) << o;
+  const nlohmann::json run = json_of(o);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(step_ok_and_correct(run, i, 2)) << i << o;
+}
+
 TEST_F(WorkloadTest, GlooIbverbsAllreduceOverRxeIsCorrect) {
   SKIP_WITHOUT_RXE();
   const std::string name = lab_name("gib");
@@ -133,12 +148,14 @@ TEST_F(WorkloadTest, GlooIbverbsAllreduceOverRxeIsCorrect) {
   TempScenario s(std::string(kRdmaFabric) + R"(
   - {collective: allreduce, library: gloo, transport: auto, sizes: [4K, 256K], iterations: 3}
   - {collective: allgather, library: gloo, transport: ibverbs, sizes: [64K], iterations: 2}
+  - {collective: alltoall, library: gloo, transport: ibverbs, sizes: [64K], iterations: 2, qps_per_peer: 2}
 )");
   Outcome o = fabemu({"run", s.path(), "--lab", name, "--json"}, 280s);
   EXPECT_EQ(o.status, 0) << o;
   const nlohmann::json run = json_of(o);
-  // transport: auto picked ibverbs in a lab with rxe; both steps ran over it, 4 ranks.
-  for (int step : {0, 1}) {
+  // transport: auto picked ibverbs in a lab with rxe; every step ran over it, 4 ranks (the
+  // alltoall over two queue pairs per peer).
+  for (int step : {0, 1, 2}) {
     EXPECT_TRUE(step_ok_and_correct(run, step, 1)) << o;
     for (const nlohmann::json& r : step_results(run, step)) {
       EXPECT_EQ(r["library"], "gloo") << r;

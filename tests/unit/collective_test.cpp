@@ -351,6 +351,30 @@ TEST(CollectiveEnv, OnlySmallTcpAllreducesRunOverSyncPairs) {
             std::string::npos);
 }
 
+// --qps-per-peer: Gloo's, for the collectives that split, 1 to 16; no sync mesh beside it.
+TEST(CollectiveEnv, QpsPerPeerSplitsOnlyWhatCanBeSplit) {
+  const std::map<std::string, std::string> host = {
+      {"FABEMU_SHARED_DIR", "/s"}, {"FABEMU_RUN_ID", "r"}, {"FABEMU_ADDR", "10.0.1.2"}};
+  auto o = parse(
+      {"--collective", "allreduce,alltoall,broadcast", "--qps-per-peer", "4", "--sizes", "16K"});
+  ASSERT_TRUE(o) << error_of(o);
+  EXPECT_EQ(o->qps_per_peer, 4);
+  auto s = gloo_settings(*o, env_of(host));
+  ASSERT_TRUE(s) << error_of(s);
+  EXPECT_EQ(s->qps_per_peer, 4);
+  EXPECT_EQ(s->sync_max, 0u);
+  EXPECT_EQ(parse({})->qps_per_peer, 1);
+  EXPECT_NE(error_of(parse({"--qps-per-peer", "0"})).find("--qps-per-peer"), std::string::npos);
+  EXPECT_NE(error_of(parse({"--qps-per-peer", "17"})).find("--qps-per-peer"), std::string::npos);
+  EXPECT_NE(error_of(parse({"--collective", "allgather", "--qps-per-peer", "2"}))
+                .find("allgather cannot split"),
+            std::string::npos);
+  EXPECT_NE(error_of(parse({"--library", "mpi", "--qps-per-peer", "2"})).find("--library gloo"),
+            std::string::npos);
+  EXPECT_TRUE(splits_across_qps(Collective::AllToAll));
+  EXPECT_FALSE(splits_across_qps(Collective::ReduceScatter));
+}
+
 TEST(CollectiveEnv, MissingRendezvousSettingsAreExplained) {
   std::map<std::string, std::string> host = {{"FABEMU_ADDR", "10.0.1.2"}};
   EXPECT_NE(error_of(gloo_settings(*parse({}), env_of(host))).find("FABEMU_SHARED_DIR"),

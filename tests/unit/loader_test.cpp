@@ -605,3 +605,27 @@ TEST(LoaderPfc, LiveChangesTakeTheSameThresholds) {
 
 }  // namespace
 }  // namespace fabemu
+
+namespace fabemu {
+namespace {
+
+// qps_per_peer: Gloo's connections per peer, for the collectives that split their buffers.
+TEST(Loader, QpsPerPeerIsGloosAndOnlyForCollectivesThatSplit) {
+  const std::string step = std::string(kMinimal) + "workload:\n  - {collective: ";
+  Scenario s = load_ok(step + "alltoall, qps_per_peer: 4}\n");
+  EXPECT_EQ(std::get<CollectiveStep>(s.workload.at(0).step).qps_per_peer, 4);
+  EXPECT_EQ(
+      std::get<CollectiveStep>(load_ok(step + "allreduce}\n").workload.at(0).step).qps_per_peer, 1);
+  EXPECT_NE(load_error(step + "allreduce, qps_per_peer: 0}\n").find("workload[0].qps_per_peer"),
+            std::string::npos);
+  EXPECT_NE(load_error(step + "allreduce, qps_per_peer: 17}\n").find("qps_per_peer"),
+            std::string::npos);
+  const std::string mpi = load_error(step + "allreduce, library: mpi, qps_per_peer: 2}\n");
+  EXPECT_NE(mpi.find("test.yaml:4:"), std::string::npos) << mpi;
+  EXPECT_NE(mpi.find("library: gloo"), std::string::npos) << mpi;
+  EXPECT_NE(load_error(step + "allgather, qps_per_peer: 2}\n").find("allgather cannot split"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace fabemu

@@ -44,6 +44,10 @@ TEST(WorkloadArgv, GlooRanksGetSizesRunIdPredictionsAndTimeout) {
   EXPECT_TRUE(has_pair(argv, "--json-out", "/x/out.jsonl"));
   EXPECT_TRUE(has_pair(argv, "--predict", "/x/p.json"));
   EXPECT_TRUE(has_pair(argv, "--timeout", "90"));
+  EXPECT_EQ(std::find(argv.begin(), argv.end(), "--qps-per-peer"), argv.end());
+  c.qps_per_peer = 4;
+  EXPECT_TRUE(has_pair(collective_argv(options(), c, "gloo", "tcp", "r", "/o", "", 90),
+                       "--qps-per-peer", "4"));
   // MPI ranks take their rank from mpirun and their transport from its MCA parameters.
   auto mpi = collective_argv(options(), c, "ucx", "ibverbs", "run1", "/o", "", 90);
   EXPECT_TRUE(has_pair(mpi, "--library", "mpi"));
