@@ -49,7 +49,8 @@ struct GroupBalance {
 GroupBalance group_balance(const Topology& t, const EcmpGroup& g,
                            const std::function<DirectionSample(size_t)>& dir);
 
-// Every group's balance over `dirs`, busiest group first (ties: node order).
+// Every group's balance, each member's figures from `dir`, busiest group first (ties: node
+// order).
 std::vector<GroupBalance> group_balances(const LabModel& m,
                                          const std::function<DirectionSample(size_t)>& dir);
 
