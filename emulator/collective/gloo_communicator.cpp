@@ -141,24 +141,24 @@ Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::connect(const GlooSe
   try {
     c->file_store_ = std::make_unique<gloo::rendezvous::FileStore>(s.store_dir);
     c->store_ = std::make_unique<gloo::rendezvous::PrefixStore>(s.run_id, *c->file_store_);
-    auto context = std::make_shared<gloo::rendezvous::Context>(ranks.rank, ranks.size);
-    context->setTimeout(s.timeout);
-    context->connectFullMesh(*c->store_, *device);
-    c->context_ = context;
-    c->lanes_ = {context};
-    for (int k = 1; k < s.qps_per_peer && ranks.size > 1; ++k) {
-      gloo::rendezvous::PrefixStore lane_store(s.run_id + "-qp" + std::to_string(k),
-                                               *c->file_store_);
-      auto lane = std::make_shared<gloo::rendezvous::Context>(ranks.rank, ranks.size);
-      lane->setTimeout(s.timeout);
-      lane->connectFullMesh(lane_store, *device);
-      c->lanes_.push_back(lane);
-    }
+    // A full mesh of this rank's pairs, met through `store`.
+    auto mesh = [&](gloo::rendezvous::Store& store) {
+      auto context = std::make_shared<gloo::rendezvous::Context>(ranks.rank, ranks.size);
+      context->setTimeout(s.timeout);
+      context->connectFullMesh(store, *device);
+      return context;
+    };
+    // Under keys of their own: run_id-qpK, run_id-sync.
+    auto mesh_under = [&](const std::string& suffix) {
+      gloo::rendezvous::PrefixStore store(s.run_id + suffix, *c->file_store_);
+      return mesh(store);
+    };
+    c->context_ = mesh(*c->store_);
+    c->lanes_ = {c->context_};
+    for (int k = 1; k < s.qps_per_peer && ranks.size > 1; ++k)
+      c->lanes_.push_back(mesh_under("-qp" + std::to_string(k)));
     if (s.sync_max > 0 && ranks.size > 1) {
-      gloo::rendezvous::PrefixStore sync_store(s.run_id + "-sync", *c->file_store_);
-      auto sync = std::make_shared<gloo::rendezvous::Context>(ranks.rank, ranks.size);
-      sync->setTimeout(s.timeout);
-      sync->connectFullMesh(sync_store, *device);
+      auto sync = mesh_under("-sync");
       for (int i = 0; i < ranks.size; ++i)
         if (i != ranks.rank) sync->getPair(i)->setSync(true, /*busyPoll=*/false);
       c->sync_context_ = sync;

@@ -219,10 +219,6 @@ Result<Options> parse_options(int argc, const char* const* argv, std::string* he
   return o;
 }
 
-bool splits_across_qps(Collective c) {
-  return c == Collective::AllReduce || c == Collective::AllToAll || c == Collective::Broadcast;
-}
-
 EnvLookup process_env() {
   return [](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());

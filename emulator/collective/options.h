@@ -100,12 +100,6 @@ struct GlooSettings {
   int qps_per_peer = 1;
 };
 
-// The collectives whose buffers split into independent parts, one per connection: allreduce
-// and broadcast (contiguous slices), alltoall (each peer's block in slices). Gloo's allgather
-// ring and reduce-scatter take whole blocks.
-bool splits_across_qps(Collective c);
-constexpr int kMaxQpsPerPeer = 16;
-
 // Command line first, then the environment. Errors are usage errors (exit 2).
 Result<GlooSettings> gloo_settings(const Options& o, const EnvLookup& env);
 

@@ -45,12 +45,11 @@ CollectiveStep read_collective(const Field& item) {
   }
   if (auto f = item.find("iterations")) c.iterations = f->integer(1, 1'000'000);
   if (auto f = item.find("qps_per_peer")) {
-    c.qps_per_peer = f->integer(1, 16);
+    c.qps_per_peer = f->integer(1, kMaxQpsPerPeer);
     if (c.qps_per_peer > 1 && c.library != "gloo")
       f->fail("connections per peer are fabemu-collective's (library: gloo); " + c.library +
               " opens its own");
-    if (c.qps_per_peer > 1 && c.collective != "allreduce" && c.collective != "alltoall" &&
-        c.collective != "broadcast")
+    if (c.qps_per_peer > 1 && !splits_across_qps(*parse_collective(c.collective)))
       f->fail(c.collective +
               " cannot split its blocks across connections (Gloo's ring and halving-doubling "
               "take them whole); allreduce, alltoall and broadcast can");

@@ -63,4 +63,8 @@ double bus_factor(Collective c, int ranks) {
   return 1.0;
 }
 
+bool splits_across_qps(Collective c) {
+  return c == Collective::AllReduce || c == Collective::AllToAll || c == Collective::Broadcast;
+}
+
 }  // namespace fabemu

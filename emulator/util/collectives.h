@@ -29,4 +29,11 @@ Result<std::vector<Collective>> parse_collective_list(std::string_view text);
 // relative to the size, so that it compares across rank counts.
 double bus_factor(Collective c, int ranks);
 
+// The collectives whose buffers split into independent parts, one per connection of several
+// per peer (a collective step's qps_per_peer, fabemu-collective's --qps-per-peer): allreduce
+// and broadcast (contiguous slices), alltoall (each peer's block in slices). Gloo's allgather
+// ring and reduce-scatter take whole blocks.
+bool splits_across_qps(Collective c);
+inline constexpr int kMaxQpsPerPeer = 16;
+
 }  // namespace fabemu
