@@ -604,4 +604,7 @@ int fabemu_shape(struct __sk_buff* skb) {
   return carry_out(skb, &cfg, cnt, key, &f);
 }
 
+/* Load balancing at switch ports' ingress (fabric.load_balance). */
+#include "load_balance.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -45,6 +45,8 @@ Result<void> Backend::apply(const Action& action) {
           return start_router(a);
         else if constexpr (std::is_same_v<T, AwaitRoutes>)
           return await_routes(a);
+        else if constexpr (std::is_same_v<T, BalanceSwitch>)
+          return balance_switch(a);
         else
           return shape_port(a);
       },

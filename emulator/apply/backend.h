@@ -33,6 +33,7 @@ class Backend {
   virtual Result<void> configure_ovs(const ConfigureOvs& a) = 0;
   virtual Result<void> start_router(const StartRouter& a) = 0;
   virtual Result<void> await_routes(const AwaitRoutes& a) = 0;
+  virtual Result<void> balance_switch(const BalanceSwitch& a) = 0;
   // Completes any batched work and returns the calling thread to its own namespaces.
   virtual Result<void> finish() = 0;
 

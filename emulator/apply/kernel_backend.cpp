@@ -385,6 +385,12 @@ Result<void> KernelBackend::shape_port(const ShapePort& a) {
   return shape_port_here(*shaper_, a, **sock, /*set_gso=*/false);  // the veth was made with it
 }
 
+Result<void> KernelBackend::balance_switch(const BalanceSwitch& a) {
+  if (!shaper_) return make_error(describe(a) + ": the link model is not loaded", EINVAL);
+  FABEMU_TRY(enter(a.ns));  // the hooks are the namespace's ports'
+  return shaper_->balance(a);
+}
+
 Result<void> KernelBackend::create_rxe(const CreateRxe& a) {
   FABEMU_TRY(enter(a.ns));  // the socket's namespace is where rxe finds the netdev
   auto rdma = RdmaNetlink::open();

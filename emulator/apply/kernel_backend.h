@@ -41,6 +41,7 @@ class KernelBackend : public Backend {
   Result<void> create_cgroup(const CreateCgroup& a) override;
   Result<void> load_shaper(const LoadShaper& a) override;
   Result<void> shape_port(const ShapePort& a) override;
+  Result<void> balance_switch(const BalanceSwitch& a) override;
   Result<void> create_rxe(const CreateRxe& a) override;
   Result<void> disable_offloads(const DisableOffloads& a) override;
   Result<void> start_ovs(const StartOvs& a) override;

@@ -39,7 +39,8 @@ const char* phase_of(const Action& a) {
   if (std::holds_alternative<StartOvs>(a) || std::holds_alternative<ConfigureOvs>(a)) return "ovs";
   if (std::holds_alternative<StartRouter>(a)) return "bgp";
   if (std::holds_alternative<AwaitRoutes>(a)) return "converge";
-  if (std::holds_alternative<LoadShaper>(a) || std::holds_alternative<ShapePort>(a))
+  if (std::holds_alternative<LoadShaper>(a) || std::holds_alternative<ShapePort>(a) ||
+      std::holds_alternative<BalanceSwitch>(a))
     return "shaping";
   return nullptr;
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "apply/journal.h"
+#include "apply/link_control.h"
 #include "apply/rtnl.h"
 #include "plan/ovs_switch.h"
 #include "plan/plan.h"
@@ -143,6 +144,13 @@ Result<std::string> Rerouter::apply(const std::set<int>& next_failed) {
       FABEMU_TRY(replace_bridge(sw, (*next)[sw]));  // its new routes' flows, in one bundle
     else
       FABEMU_TRY(replace_routes(*model_, *paths_, sw, put, drop));
+  }
+  // The balancers' groups follow the routes: a failed link's member leaves its groups.
+  if (!ovs && switches && model_->scenario.fabric.ebpf_balancing()) {
+    auto shaper = open_link_model(*paths_);
+    if (!shaper) return shaper.error().context("moving the balancers' groups");
+    for (const BalanceSwitch& b : balance_switches(*model_, *paths_, &*next))
+      FABEMU_TRY(shaper->rebalance(b));
   }
   r.routed = next_failed;
   FABEMU_TRY(write_record(*paths_, r));

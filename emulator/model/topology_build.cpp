@@ -105,6 +105,19 @@ Result<void> check_gso(const Scenario& s, const Topology& t) {
   return ok();
 }
 
+// fabric.load_balance's overrides name tiers or switches of this topology.
+Result<void> check_load_balance(const Scenario& s, const Topology& t) {
+  for (const auto& o : s.fabric.load_balance_overrides) {
+    if (switch_tier_named(o.target)) continue;
+    const int n = t.find(o.target);
+    if (n < 0 || t.nodes[n].role != Role::Switch)
+      return at(o.loc, "fabric.load_balance." + o.target +
+                           ": not a switch of this topology, nor a tier (leaf, spine, core, "
+                           "edge, agg), nor default");
+  }
+  return ok();
+}
+
 Result<void> resolve_hosts(const Scenario& s, Topology& t) {
   for (auto& n : t.nodes)
     if (n.role == Role::Host) n.limits = s.hosts.defaults;
@@ -225,6 +238,7 @@ Result<Topology> build_topology(const Scenario& s) {
     t.name_ovs_ports();
   }
   FABEMU_TRY(resolve_shapes(s, t));
+  FABEMU_TRY(check_load_balance(s, t));
   FABEMU_TRY(check_gso(s, t));
   FABEMU_TRY(resolve_hosts(s, t));
   FABEMU_TRY(check_workload_and_faults(s, t));

@@ -52,7 +52,7 @@ void add_sysctls(Plan& plan, const std::string& ns, const Node& node, const Scen
     // do, so that the tiers of a fat-tree choose apart. Policy 1 would take a flow hash the skb
     // already has (the sending socket's, the same at every hop); 3 always hashes these fields:
     // addresses, protocol and ports (the sysctl's 0x37).
-    const bool l4 = fabric.ecmp_hash == EcmpHash::L4;
+    const bool l4 = fabric.ecmp_hash != EcmpHash::L3;
     set("net/ipv4/fib_multipath_hash_policy", !l4 ? "0" : options.ecmp_seeds ? "3" : "1");
     if (options.ecmp_seeds) {
       if (l4) set("net/ipv4/fib_multipath_hash_fields", "55");
@@ -547,21 +547,26 @@ void plan_link_model(Plan& plan, const PlanContext& c) {
   const LabPaths& paths = c.paths;
   const Topology& t = m.topo;
   plan.journal.push_back({K::Pins, paths.pin_dir()});
-  if (c.shaped)
+  std::vector<BalanceSwitch> balanced = balance_switches(m, paths);
+  if (c.shaped || !balanced.empty())
     plan.actions.push_back(
         LoadShaper{paths.bpffs_root, paths.pin_dir(), true,
                    pfc_queue_mode(m, c.options) ? pfc_qdisc_kind(paths.lab) : ""});
   plan.actions.push_back(WriteFile{paths.shaping_file(), format_shaping_mode(c.options)});
-  if (!c.shaped) return;
-  for (size_t i = 0; i < t.links.size(); ++i) {
-    const Link& l = t.links[i];
-    const int id = static_cast<int>(i);
-    for (bool back : {false, true}) {
-      if (!c.local(back ? l.b.node : l.a.node)) continue;  // the other machine shapes it
-      plan.actions.push_back(port_of(m, paths, id, back, c.options, back ? l.b_to_a : l.a_to_b));
-      ++plan.shaped_ports;
+  if (c.shaped) {
+    for (size_t i = 0; i < t.links.size(); ++i) {
+      const Link& l = t.links[i];
+      const int id = static_cast<int>(i);
+      for (bool back : {false, true}) {
+        if (!c.local(back ? l.b.node : l.a.node)) continue;  // the other machine shapes it
+        plan.actions.push_back(port_of(m, paths, id, back, c.options, back ? l.b_to_a : l.a_to_b));
+        ++plan.shaped_ports;
+      }
     }
   }
+  // The balancers redirect to ports the link model shapes: after it.
+  plan.balanced_switches = static_cast<int>(balanced.size());
+  for (auto& b : balanced) plan.actions.push_back(std::move(b));
 }
 
 // The lab's /etc/hosts (entered by `fabemu exec`, and by `ip netns exec` through
@@ -711,7 +716,8 @@ const std::string* namespace_of(const Action& action) {
                       std::is_same_v<T, CreateVxlan> || std::is_same_v<T, ShapePort> ||
                       std::is_same_v<T, CreateRxe> || std::is_same_v<T, DisableOffloads> ||
                       std::is_same_v<T, StartOvs> || std::is_same_v<T, ConfigureOvs> ||
-                      std::is_same_v<T, StartRouter> || std::is_same_v<T, AwaitRoutes>)
+                      std::is_same_v<T, StartRouter> || std::is_same_v<T, AwaitRoutes> ||
+                      std::is_same_v<T, BalanceSwitch>)
           return &a.ns;
         else
           return nullptr;
@@ -781,6 +787,14 @@ std::string describe(const Action& action) {
     std::string operator()(const AwaitRoutes& a) const {
       return "wait until " + a.node + "'s FIB holds its " + std::to_string(a.routes.size()) +
              " planned routes (BGP converged)";
+    }
+    std::string operator()(const BalanceSwitch& a) const {
+      std::string s = "balance " + a.node + " in " + a.ns + " at the ingress of " +
+                      std::to_string(a.ports.size()) + " ports:";
+      for (const auto& g : a.groups)
+        s += " group " + std::to_string(g.id) + " " + load_balance_name(g.lb) + " over " +
+             std::to_string(g.members.size()) + " members;";
+      return s + " " + std::to_string(a.routes.size()) + " routes";
     }
     std::string operator()(const StartOvs& a) const {
       return "start ovsdb-server and ovs-vswitchd in " + a.ns + " (run dir " + a.dir + ")";

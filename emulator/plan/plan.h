@@ -223,10 +223,51 @@ struct AwaitRoutes {
   std::chrono::milliseconds timeout{60000};
 };
 
+// fabric.load_balance on one router switch (docs/load-balancing.md): fabemu's balancer (the
+// link model's object, ebpf/load_balance.h) at the ingress of each of its ports, and its ECMP
+// routes as groups of members, after the link model is loaded. Frames to destinations without a
+// group go on to the kernel's FIB.
+struct BalanceSwitch {
+  std::string ns, node;
+  uint32_t switch_id = 0;  // lab-unique: the node's index + 1
+  struct Port {
+    std::string ifname;
+    uint32_t ifindex = 0;
+  };
+  std::vector<Port> ports;
+  struct Member {
+    uint32_t ifindex = 0;  // the switch's port
+    Ipv4 nexthop;
+  };
+  struct Group {
+    uint32_t id = 0;  // lab-unique
+    LoadBalance lb;
+    EcmpHash hash = EcmpHash::L4;
+    uint32_t seed = 0;
+    uint64_t gap_wall_ns = 0;  // lb.gap_ns in wall-clock time (dilated)
+    std::vector<Member> members;
+  };
+  std::vector<Group> groups;
+  struct Route {
+    Prefix dst;
+    uint32_t group = 0;  // kNoGroup: the kernel's FIB (a more specific route than a group's)
+  };
+  static constexpr uint32_t kNoGroup = 0xffffffffu;
+  std::vector<Route> routes;
+};
+
+// This machine's switches that balance in eBPF (plan/balance.cpp), each with its groups, from
+// the model's routes or (after a reroute) `routes`.
+std::vector<BalanceSwitch> balance_switches(
+    const LabModel& m, const LabPaths& paths,
+    const std::vector<std::vector<Route>>* routes = nullptr);
+// "flowlet (gap 50us)", for plans, `up` and reports.
+std::string load_balance_name(const LoadBalance& lb);
+
 using Action = std::variant<CreateNamespace, SetSysctl, SetLinkUp, CreateVeth, CreateVxlan,
                             AddAddress, AddRoute, WriteFile, MakeDir, MakeSymlink, CreateCgroup,
                             LoadShaper, ShapePort, CreateRxe, DisableOffloads, StartOvs,
-                            ConfigureOvs, StartRouter, AwaitRoutes, AddNeighbour>;
+                            ConfigureOvs, StartRouter, AwaitRoutes, AddNeighbour, BalanceSwitch>;
 
 std::string describe(const Action& a);  // one line, for errors and `--dry-run`
 
@@ -264,6 +305,7 @@ struct Plan {
   int rxe_devices = 0;
   int ovs_bridges = 0;
   int bgp_routers = 0;
+  int balanced_switches = 0;
 };
 
 // RdmaChoice and OvsChoice (model/lab_model.h) as the run dir keeps them

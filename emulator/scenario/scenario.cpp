@@ -113,3 +113,29 @@ void HostLimits::merge(const HostLimits& over) {
 }
 
 }  // namespace fabemu
+
+namespace fabemu {
+
+std::optional<int> switch_tier_named(std::string_view name) {
+  if (name == "leaf" || name == "edge") return 1;
+  if (name == "spine" || name == "agg") return 2;
+  if (name == "core") return 3;
+  return std::nullopt;
+}
+
+LoadBalance FabricSpec::load_balance_of(const std::string& node, int tier) const {
+  const LoadBalance* by_tier = nullptr;
+  for (const auto& o : load_balance_overrides) {
+    if (o.target == node) return o.lb;
+    if (switch_tier_named(o.target) == tier) by_tier = &o.lb;
+  }
+  return by_tier ? *by_tier : load_balance;
+}
+
+bool FabricSpec::ebpf_balancing() const {
+  if (ecmp_hash == EcmpHash::Qp || load_balance.mode != LoadBalanceMode::Ecmp) return true;
+  return std::any_of(load_balance_overrides.begin(), load_balance_overrides.end(),
+                     [](const auto& o) { return o.lb.mode != LoadBalanceMode::Ecmp; });
+}
+
+}  // namespace fabemu

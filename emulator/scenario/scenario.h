@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -128,7 +129,31 @@ enum class SwitchKind { Router, Bridge, Ovs };
 // How router switches learn their routes: planned and installed by `up` (static), or by eBGP
 // between FRR daemons on every switch (RFC 7938), with BFD on every session.
 enum class Routing { Static, Bgp };
-enum class EcmpHash { L3, L4 };
+// The fields ECMP hashes: addresses and protocol (l3), with the ports (l4), and with a RoCEv2
+// frame's destination QP too (qp: Meta's E-ECMP; hashed by fabemu's eBPF balancer, the kernel's
+// FIB has no such field).
+enum class EcmpHash { L3, L4, Qp };
+// fabric.load_balance (docs/load-balancing.md): how a switch spreads frames over a route's ECMP
+// members. ecmp: per flow by hash, for life; flowlet: a flow idle for `gap` draws a member
+// afresh; spray: each frame its own member; adaptive: the member whose egress backlog (the link
+// model's queue) is least, per frame or per flowlet, ties by hash.
+enum class LoadBalanceMode { Ecmp, Flowlet, Spray, Adaptive };
+struct LoadBalance {
+  LoadBalanceMode mode = LoadBalanceMode::Ecmp;
+  uint64_t gap_ns = 50'000;  // flowlet, and adaptive per flowlet: real-fabric time
+  bool random = false;       // spray: a random member, else round robin
+  bool per_flowlet = false;  // adaptive: granularity flowlet, else packet
+  bool operator==(const LoadBalance&) const = default;
+};
+// fabric.load_balance's overrides: a tier ("leaf", "spine", "core", and fat-tree's "edge",
+// "agg") or a switch by name, checked against the topology when it is built.
+// The tier a load_balance override names (leaf and edge 1, spine and agg 2, core 3), if any.
+std::optional<int> switch_tier_named(std::string_view name);
+struct LoadBalanceOverride {
+  std::string target;
+  LoadBalance lb;
+  SourceLoc loc;
+};
 // Open vSwitch's datapath: the kernel module where it exists (auto), else userspace (netdev).
 enum class OvsDatapath { Auto, Kernel, Userspace };
 
@@ -136,6 +161,14 @@ struct FabricSpec {
   SwitchKind switch_kind = SwitchKind::Router;
   OvsDatapath ovs_datapath = OvsDatapath::Auto;  // with switch_kind Ovs only
   EcmpHash ecmp_hash = EcmpHash::L4;
+  LoadBalance load_balance;
+  std::vector<LoadBalanceOverride> load_balance_overrides;
+  SourceLoc load_balance_loc;
+  // The mode a switch (by name and tier) balances with: its own override, its tier's, the
+  // fabric's.
+  LoadBalance load_balance_of(const std::string& node, int tier) const;
+  // fabemu's eBPF balancer runs on some switch: a mode other than ecmp, or ecmp_hash: qp.
+  bool ebpf_balancing() const;
   uint32_t mtu = 1500;
   // fabric.gso: the largest GSO super-frame TCP may hand a shaped port (bytes; 0: off, every skb
   // one wire frame). The link model counts and times a super-frame as its frames, but drops,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ebpf/link_shaper.h"
+#include "ebpf/load_balance.h"
 #include "plan/plan.h"
 #include "scenario/scenario.h"
 #include "shaping/attachment.h"
@@ -45,6 +46,16 @@ struct PortSnapshot {
   // Admitted but not serialized at read_ns (the drain time at the configured rate), at most
   // what was admitted: what a real port would still hold.
   uint64_t queued_bytes() const;
+};
+
+// One ECMP group's counters from the balancer (fabric.load_balance), summed over CPUs.
+struct BalanceCounters {
+  uint32_t members = 0;
+  std::array<uint32_t, FABEMU_LB_MAX_MEMBERS> ifindex{};  // each member's port
+  std::array<uint64_t, FABEMU_LB_MAX_MEMBERS> frames{}, bytes{};
+  uint64_t moves = 0;       // a flow (or frame) took another member than its last
+  uint64_t down_skips = 0;  // a member's link was down and another took the frame
+  uint64_t no_member = 0;   // every member down: the kernel's FIB had the frame
 };
 
 // A port somebody attached to, as recorded in the ports map.
@@ -117,6 +128,18 @@ class LinkShaper {
   // Whether this kernel verifies the BPF qdisc (Linux 6.16+ with CONFIG_NET_SCH_BPF), without
   // registering it; the error says why not.
   static Result<void> probe_pfc_qdisc();
+
+  // fabric.load_balance on one switch (shaping/load_balancer.cpp): its groups and routes in the
+  // maps, and the balancer at the ingress of its ports, which must be in the calling thread's
+  // namespace.
+  Result<void> balance(const BalanceSwitch& b);
+  // A balanced switch's groups and routes replaced by `b`'s (after a reroute); its ports keep
+  // the balancer.
+  Result<void> rebalance(const BalanceSwitch& b);
+  // A group's counters; empty when the lab has no such group.
+  Result<std::optional<BalanceCounters>> balance_counters(uint32_t group) const;
+  // The balancer, for BPF_PROG_TEST_RUN.
+  int balance_prog_fd() const;
 
   // The program, for BPF_PROG_TEST_RUN and for other attach methods (tcx).
   int prog_fd() const;

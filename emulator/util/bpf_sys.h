@@ -11,6 +11,7 @@ namespace fabemu {
 
 // tcx arrived with Linux 6.6; Debian 12's uapi headers (6.1) do not name it yet, and the kernel
 // is the judge of whether it exists, not the headers we were built with.
+inline constexpr uint32_t kBpfTcxIngress = 46;
 inline constexpr uint32_t kBpfTcxEgress = 47;
 
 inline long sys_bpf(int cmd, bpf_attr* attr) {

@@ -202,6 +202,17 @@ Result<void> FakeBackend::load_shaper(const LoadShaper& a) {
   return ok();
 }
 
+Result<void> FakeBackend::balance_switch(const BalanceSwitch& a) {
+  FABEMU_TRY(step(describe(a)));
+  if (loaded_pin_dir_.empty()) return make_error(describe(a) + ": no link model loaded", EINVAL);
+  auto ns = find_ns(a.ns);
+  if (!ns) return ns.error();
+  for (const auto& p : a.ports)
+    if (!(*ns)->ifaces.count(p.ifname))
+      return make_error("port " + p.ifname + " in " + a.ns, ENODEV);
+  return ok();
+}
+
 Result<void> FakeBackend::shape_port(const ShapePort& a) {
   FABEMU_TRY(step(describe(a)));
   if (loaded_pin_dir_.empty()) return make_error(describe(a) + ": no link model loaded", EINVAL);

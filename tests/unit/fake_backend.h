@@ -61,6 +61,7 @@ class FakeBackend : public Backend {
   Result<void> configure_ovs(const ConfigureOvs& a) override;
   Result<void> start_router(const StartRouter& a) override;
   Result<void> await_routes(const AwaitRoutes& a) override;
+  Result<void> balance_switch(const BalanceSwitch& a) override;
   Result<void> finish() override { return ok(); }
   Result<void> mount_run_dir(const std::string& dir) override;
   Result<void> kill_processes(const std::vector<JournalEntry>&) override { return ok(); }

@@ -313,7 +313,7 @@ TEST(Loader, ErrorsHaveFileLineColumnFieldAndValidValues) {
       "  spines: 1\n"
       "  hosts_per_leaf: 1\n"
       "fabric: {switch: router, mtu: 1500, ecmp_hash: l5}\n");
-  EXPECT_EQ(e, "test.yaml:7:48: fabric.ecmp_hash: unknown value 'l5'; valid: l3, l4");
+  EXPECT_EQ(e, "test.yaml:7:48: fabric.ecmp_hash: unknown value 'l5'; valid: l3, l4, qp");
 }
 
 TEST(Loader, TopologyKindErrorNamesEveryKind) {
@@ -499,6 +499,63 @@ INSTANTIATE_TEST_SUITE_P(Corpus, BadScenario, testing::ValuesIn(bad_files()),
 
 TEST(BadScenarioCorpus, IsLargeEnough) {
   EXPECT_GE(bad_files().size(), 20u);
+}
+
+// fabric.load_balance: a mode for every switch, or `default` with tiers and switches; bad modes,
+// parameters and switch kinds are refused naming the key.
+TEST(Loader, LoadBalanceModesAndOverrides) {
+  const std::string base = std::string(kMinimal) + "fabric:\n  load_balance: ";
+  EXPECT_EQ(load_ok(kMinimal).fabric.load_balance.mode, LoadBalanceMode::Ecmp);
+  EXPECT_FALSE(load_ok(kMinimal).fabric.ebpf_balancing());
+  const FabricSpec flowlet = load_ok(base + "{flowlet: {gap: 20us}}\n").fabric;
+  EXPECT_EQ(flowlet.load_balance.mode, LoadBalanceMode::Flowlet);
+  EXPECT_EQ(flowlet.load_balance.gap_ns, 20'000u);
+  EXPECT_TRUE(flowlet.ebpf_balancing());
+  EXPECT_EQ(load_ok(base + "flowlet\n").fabric.load_balance.gap_ns, 50'000u);
+  const LoadBalance spray = load_ok(base + "{spray: {order: random}}\n").fabric.load_balance;
+  EXPECT_EQ(spray.mode, LoadBalanceMode::Spray);
+  EXPECT_TRUE(spray.random);
+  const LoadBalance adaptive =
+      load_ok(base + "{adaptive: {granularity: flowlet, gap: 10us}}\n").fabric.load_balance;
+  EXPECT_EQ(adaptive.mode, LoadBalanceMode::Adaptive);
+  EXPECT_TRUE(adaptive.per_flowlet);
+  EXPECT_EQ(adaptive.gap_ns, 10'000u);
+  EXPECT_TRUE(load_ok(std::string(kMinimal) + "fabric: {ecmp_hash: qp}\n").fabric.ebpf_balancing());
+
+  const FabricSpec mixed =
+      load_ok(base + "{default: adaptive, spine: spray, leaf1: {flowlet: {gap: 1us}}}\n").fabric;
+  EXPECT_EQ(mixed.load_balance_of("leaf1", 1).mode, LoadBalanceMode::Flowlet);
+  EXPECT_EQ(mixed.load_balance_of("leaf2", 1).mode, LoadBalanceMode::Adaptive);
+  EXPECT_EQ(mixed.load_balance_of("spine1", 2).mode, LoadBalanceMode::Spray);
+  EXPECT_TRUE(build_model(load_ok(base + "{default: spray, leaf1: ecmp, spine: flowlet}\n"), 0));
+  auto unknown_switch = build_model(load_ok(base + "{default: spray, leaf9: ecmp}\n"), 0);
+  ASSERT_FALSE(unknown_switch);
+  EXPECT_NE(unknown_switch.error().message.find(
+                "test.yaml:4:34: fabric.load_balance.leaf9: not a switch of this topology"),
+            std::string::npos)
+      << unknown_switch.error().message;
+
+  EXPECT_EQ(load_error(base + "wrr\n"),
+            "test.yaml:4:17: fabric.load_balance: unknown mode 'wrr'; valid: ecmp, flowlet, "
+            "spray or adaptive");
+  EXPECT_NE(
+      load_error(base + "{spray: {order: sideways}}\n").find("fabric.load_balance.spray.order"),
+      std::string::npos);
+  EXPECT_NE(load_error(base + "{flowlet: {gap: 5s}}\n").find("a gap from 100ns to 1s"),
+            std::string::npos);
+  EXPECT_NE(load_error(base + "{adaptive: {gap: 5us}}\n").find("gap is for granularity: flowlet"),
+            std::string::npos);
+  EXPECT_NE(load_error(base + "{default: {teleport: {}}}\n").find("unknown mode 'teleport'"),
+            std::string::npos);
+  const std::string ovs =
+      load_error(std::string(kMinimal) + "fabric:\n  switch: ovs\n  load_balance: spray\n");
+  EXPECT_NE(ovs.find("test.yaml:5:17: fabric.load_balance: modes other than ecmp run in fabemu's "
+                     "eBPF balancer on router switches; OVS select groups"),
+            std::string::npos)
+      << ovs;
+  EXPECT_NE(load_error(std::string(kMinimal) + "fabric: {switch: bridge, ecmp_hash: qp}\n")
+                .find("fabric.ecmp_hash: qp is hashed by fabemu's eBPF balancer"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -269,6 +269,63 @@ TEST(Plan, SwitchesSeedTheirOwnEcmpHashWhereTheKernelCan) {
   for (const auto& p : shape_ports(mixed->plan)) EXPECT_FALSE(p.keep_hash) << p.direction;
 }
 
+// fabric.load_balance: the balancing switches come after the link model, each with its ports,
+// one group per member set (a leaf's uplinks; a spine's two leaves toward the other spine's
+// loopback) with the mode in force there and
+// its gap dilated, and the routes the FIB holds more specifically marked for the FIB.
+TEST(Plan, BalancedSwitchesGetTheirGroupsAfterTheLinkModel) {
+  const std::string yaml =
+      "name: t\nseed: 7\ntime_scale: 10\n"
+      "topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}\n"
+      "fabric: {load_balance: {default: {flowlet: {gap: 20us}}, leaf2: spray}}\n";
+  auto a = apply_fake(yaml);
+  ASSERT_TRUE(a);
+  std::vector<BalanceSwitch> balanced;
+  size_t loaded = 0, first_balance = 0;
+  for (size_t i = 0; i < a->plan.actions.size(); ++i) {
+    const Action& act = a->plan.actions[i];
+    if (std::holds_alternative<LoadShaper>(act)) loaded = i + 1;
+    if (const auto* b = std::get_if<BalanceSwitch>(&act)) {
+      if (!first_balance) first_balance = i + 1;
+      balanced.push_back(*b);
+    }
+  }
+  ASSERT_GT(loaded, 0u) << "an unshaped lab that balances loads the link model";
+  EXPECT_GT(first_balance, loaded);
+  ASSERT_EQ(balanced.size(), 4u);
+  EXPECT_EQ(a->plan.balanced_switches, 4);
+  auto named = [&](const char* node) {
+    for (const auto& b : balanced)
+      if (b.node == node) return b;
+    ADD_FAILURE() << node << " does not balance";
+    return BalanceSwitch{};
+  };
+  const BalanceSwitch leaf1 = named("leaf1"), leaf2 = named("leaf2");
+  EXPECT_EQ(leaf1.ports.size(), 4u);
+  ASSERT_EQ(leaf1.groups.size(), 1u);
+  EXPECT_EQ(leaf1.groups[0].lb.mode, LoadBalanceMode::Flowlet);
+  EXPECT_EQ(leaf1.groups[0].gap_wall_ns, 200'000u);  // 20us x 10
+  EXPECT_EQ(leaf1.groups[0].members.size(), 2u);
+  ASSERT_EQ(leaf2.groups.size(), 1u);
+  EXPECT_EQ(leaf2.groups[0].lb.mode, LoadBalanceMode::Spray);
+  EXPECT_NE(leaf2.groups[0].id, leaf1.groups[0].id);
+  int grouped = 0, fib = 0;
+  for (const auto& r : leaf1.routes) (r.group == BalanceSwitch::kNoGroup ? fib : grouped)++;
+  EXPECT_GE(grouped, 1);
+  EXPECT_GE(fib, 4 + 1);  // its ports' subnets and its loopback at least
+  EXPECT_NE(describe(Action{leaf1}).find("flowlet (gap 20us) over 2 members"), std::string::npos)
+      << describe(Action{leaf1});
+  // ecmp everywhere: the kernel's FIB, no balancer and no link model for an unshaped lab.
+  auto plain = apply_fake(
+      "name: t\ntopology: {kind: leaf-spine, leaves: 2, spines: 2, "
+      "hosts_per_leaf: 1}\n");
+  ASSERT_TRUE(plain);
+  for (const Action& act : plain->plan.actions) {
+    EXPECT_FALSE(std::holds_alternative<BalanceSwitch>(act));
+    EXPECT_FALSE(std::holds_alternative<LoadShaper>(act));
+  }
+}
+
 TEST(PlanShaping, EveryPortOfAShapedLabGetsTheModelWithALabUniqueIfindex) {
   auto m = build_model(load(kShaped), 0);
   ASSERT_TRUE(m.ok()) << m.error().what();
