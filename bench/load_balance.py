@@ -8,7 +8,9 @@ records: the worst group's busiest member over the mean, and Jain's index). Medi
     sudo /usr/bin/python3 bench/load_balance.py [--modes ecmp,ecmp-l3] [--runs 3]
 Modes: ecmp (5-tuple hash, `ecmp_hash: l4`), ecmp-l3 (addresses only), ecmp-qp4 (ecmp with 4
 connections per peer: `qps_per_peer: 4`), one-pipe (one spine with links of 4 x the rate:
-nothing to spread, the emulation's own cost alone). See README.md."""
+nothing to spread, the emulation's own cost alone), and fabemu's eBPF balancer
+(`fabric.load_balance`): flowlet (gap 50us), spray (round robin per frame), adaptive (least
+backlog per frame), adaptive-fl (least backlog per flowlet of 50us). See README.md."""
 import argparse
 import json
 import os
@@ -28,6 +30,11 @@ MODES = {
     # No choice to make: one spine whose links carry what the four did (1600 Gbit/s). What is
     # left between it and the model is the emulation's own cost, not the spreading's.
     "one-pipe": "ecmp_hash: l4",
+    # fabemu's eBPF balancer at the switches' ingress (fabric.load_balance).
+    "flowlet": "load_balance: {flowlet: {gap: 50us}}",
+    "spray": "load_balance: spray",
+    "adaptive": "load_balance: adaptive",
+    "adaptive-fl": "load_balance: {adaptive: {granularity: flowlet, gap: 50us}}",
 }
 
 
@@ -82,7 +89,7 @@ def one_run(args, tmp, mode, collective, size, k):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fabemu", default=str(REPO / "build/emulator/fabemu"))
-    ap.add_argument("--modes", default="ecmp,ecmp-l3,ecmp-qp4,one-pipe")
+    ap.add_argument("--modes", default="ecmp,flowlet,spray,adaptive,adaptive-fl,one-pipe")
     ap.add_argument("--collectives", default="alltoall,allreduce")
     ap.add_argument("--size", default="8M")
     ap.add_argument("--runs", type=int, default=3)
@@ -97,7 +104,7 @@ def main():
         sys.exit("load_balance: needs root (namespaces)")
     print(f"# load balancing, 16 ranks, 4 leaves x 4 hosts, 4 spines, 400 Gbit/s, "
           f"{args.size}, median of {args.runs} runs; groups: the leaves' (worst of 4)")
-    print(f"{'mode':>8} {'collective':>10} {'N':>6} {'busbw GB/s':>11} {'min..max':>13} "
+    print(f"{'mode':>11} {'collective':>10} {'N':>6} {'busbw GB/s':>11} {'min..max':>13} "
           f"{'model':>6} {'ratio':>6} {'max/mean':>9} {'Jain':>6} {'wall s':>7}  "
           "worst group's members (MB, last run)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,7 +113,7 @@ def main():
                 got = [one_run(args, tmp, mode, collective, args.size, k)
                        for k in range(args.runs)]
                 busbw = [g[0] for g in got]
-                print(f"{mode:>8} {collective:>10} {got[0][2]:6g} {median(busbw):11.2f} "
+                print(f"{mode:>11} {collective:>10} {got[0][2]:6g} {median(busbw):11.2f} "
                       f"{min(busbw):6.2f}..{max(busbw):<6.2f} {got[0][1]:6.2f} "
                       f"{median(busbw) / got[0][1]:6.3f} {median(g[4] for g in got):9.2f} "
                       f"{median(g[5] for g in got):6.3f} {median(g[3] for g in got):7.1f}  "

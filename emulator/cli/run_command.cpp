@@ -39,6 +39,22 @@ void print_step(const LabModel& m, const StepReport& s) {
   if (s.ok) {
     std::printf("%s: ok in %s\n", s.title.c_str(), duration_text(m, s.wall_seconds).c_str());
     if (!s.note.empty()) std::printf("  note: %s\n", s.note.c_str());
+    // How evenly the ECMP groups carried this step: the worst group (busiest member over the
+    // mean) and the mean of the groups' Jain indexes, over the groups that carried anything.
+    const GroupBalance* worst = nullptr;
+    double jain = 0;
+    int carried = 0;
+    for (const GroupBalance& g : s.groups) {
+      if (!g.bytes) continue;
+      ++carried;
+      jain += g.jain;
+      if (!worst || g.max_over_mean > worst->max_over_mean) worst = &g;
+    }
+    if (worst)
+      std::printf(
+          "  ECMP groups: worst %s, busiest member %.2f x the mean; mean Jain %.3f over %d "
+          "groups\n",
+          worst->name.c_str(), worst->max_over_mean, jain / carried, carried);
   } else {
     std::printf("%s: FAILED after %s: %s\n", s.title.c_str(),
                 duration_text(m, s.wall_seconds).c_str(), s.failure.c_str());

@@ -105,16 +105,30 @@ Result<void> check_gso(const Scenario& s, const Topology& t) {
   return ok();
 }
 
-// fabric.load_balance's overrides name tiers or switches of this topology.
+// fabric.load_balance's overrides, and a load_balance step's, name tiers or switches of this
+// topology; a step needs router switches, as the fabric's modes do.
 Result<void> check_load_balance(const Scenario& s, const Topology& t) {
-  for (const auto& o : s.fabric.load_balance_overrides) {
-    if (switch_tier_named(o.target)) continue;
-    const int n = t.find(o.target);
-    if (n < 0 || t.nodes[n].role != Role::Switch)
-      return at(o.loc, "fabric.load_balance." + o.target +
-                           ": not a switch of this topology, nor a tier (leaf, spine, core, "
-                           "edge, agg), nor default");
-  }
+  auto check = [&](const std::vector<LoadBalanceOverride>& overrides,
+                   const std::string& key) -> Result<void> {
+    for (const auto& o : overrides) {
+      if (switch_tier_named(o.target)) continue;
+      const int n = t.find(o.target);
+      if (n < 0 || t.nodes[n].role != Role::Switch)
+        return at(o.loc, key + "." + o.target +
+                             ": not a switch of this topology, nor a tier (leaf, spine, core, "
+                             "edge, agg), nor default");
+    }
+    return ok();
+  };
+  FABEMU_TRY(check(s.fabric.load_balance_overrides, "fabric.load_balance"));
+  for (const auto& w : s.workload)
+    if (const auto* lb = std::get_if<LoadBalanceStep>(&w.step)) {
+      if (s.fabric.switch_kind != SwitchKind::Router)
+        return at(w.loc,
+                  "workload.load_balance: fabemu's eBPF balancer runs on router switches; use "
+                  "fabric.switch: router");
+      FABEMU_TRY(check(lb->overrides, "workload.load_balance"));
+    }
   return ok();
 }
 
@@ -191,6 +205,7 @@ Result<void> check_workload_and_faults(const Scenario& s, const Topology& t) {
       }
       continue;
     }
+    if (std::holds_alternative<LoadBalanceStep>(w.step)) continue;  // check_load_balance
     const auto* ex = std::get_if<ExecStep>(&w.step);
     if (!ex || ex->hosts == "all") continue;
     std::string rest = ex->hosts;

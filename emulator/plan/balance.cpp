@@ -43,14 +43,15 @@ std::vector<BalanceSwitch> balance_switches(const LabModel& m, const LabPaths& p
   std::vector<BalanceSwitch> out;
   const Topology& t = m.topo;
   const FabricSpec& fabric = m.scenario.fabric;
-  if (!fabric.ebpf_balancing()) return out;
+  const bool every = m.scenario.has_load_balance_step();
+  if (!every && !fabric.ebpf_balancing()) return out;
   uint32_t next_group = 0;
   for (size_t id = 0; id < t.nodes.size(); ++id) {
     const Node& n = t.nodes[id];
     const int node = static_cast<int>(id);
     if (n.role != Role::Switch) continue;
     const LoadBalance lb = fabric.load_balance_of(n.name, n.tier);
-    if (!balances_in_ebpf(lb, fabric.ecmp_hash)) continue;
+    if (!every && !balances_in_ebpf(lb, fabric.ecmp_hash)) continue;
     BalanceSwitch b{node_ns(m, paths, node), n.name, static_cast<uint32_t>(id + 1), {}, {}, {}};
     auto ifindex_of = [&](int link) { return port_ifindex(link, t.links[link].b.node == node); };
     for (int l : t.links_of(node)) b.ports.push_back({t.links[l].end(node).ifname, ifindex_of(l)});

@@ -259,6 +259,13 @@ std::vector<Json> report_records(const LabModel& m, const RunReport& r) {
     j.update(group_json(t, g));
     line(std::move(j));
   }
+  constexpr size_t kStepGroups = 8;  // the busiest of each step: a big lab has thousands
+  for (size_t i = 0; i < r.steps.size(); ++i)
+    for (size_t k = 0; k < r.steps[i].groups.size() && k < kStepGroups; ++k) {
+      Json j = {{"type", "ecmp_group"}, {"step", i}};
+      j.update(group_json(t, r.steps[i].groups[k]));
+      line(std::move(j));
+    }
   for (const TelemetrySample& s : r.samples) line(sample_record(t, s));
   for (const ExpectResult& e : r.expectations)
     line({{"type", "expect"}, {"what", e.what}, {"ok", e.ok}});

@@ -31,6 +31,9 @@ struct StepReport {
   std::optional<double> receiver_bps;  // incast steps: StepResult::receiver_bps
   // A collective step's library and transport as this lab ran them ("auto" resolved).
   std::string library, transport;
+  // The ECMP groups' balance over this step alone (collective and traffic steps), busiest
+  // first: how the mode in force spread it.
+  std::vector<GroupBalance> groups;
 };
 
 struct ExpectResult {

@@ -53,6 +53,10 @@ std::vector<TelemetrySample> TelemetrySampler::samples() const {
   return samples_;
 }
 
+TelemetrySample TelemetrySampler::mark() {
+  return take();
+}
+
 std::string TelemetrySampler::error() const {
   std::lock_guard lock(mu_);
   return error_;

@@ -36,6 +36,8 @@ class TelemetrySampler {
   void start(std::chrono::steady_clock::time_point t0);
   void stop();
   std::vector<TelemetrySample> samples() const;
+  // A sample read now, on the calling thread, and not kept: the bounds of one step.
+  TelemetrySample mark();
   std::string error() const;  // the first failure to read, if any (sampling goes on)
   // The most a read of one shaped direction can miss of what the link serialized: a frame on
   // each CPU still being counted (PortSnapshot); 0 without the link model's maps.

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "apply/link_control.h"
+#include "apply/reroute.h"
 #include "model/collective_model.h"
 #include "runtime/host_env.h"
 #include "runtime/incast.h"
@@ -189,6 +190,41 @@ StepResult run_links_step(const LabModel& m, const LabPaths& paths, size_t index
   return r;
 }
 
+// A load_balance step: every balanced switch's groups rewritten with the step's modes, over the
+// routes as the lab's failed links have moved them.
+StepResult run_load_balance_step(const LabModel& m, const LabPaths& paths, size_t index,
+                                 const LoadBalanceStep& step) {
+  StepResult r;
+  LabModel changed = m;
+  changed.scenario.fabric.load_balance = step.lb;
+  changed.scenario.fabric.load_balance_overrides = step.overrides;
+  r.title =
+      "workload[" + std::to_string(index) + "] load_balance: " + load_balance_name(step.lb) +
+      (step.overrides.empty() ? ""
+                              : " (and " + std::to_string(step.overrides.size()) + " overrides)");
+  const auto start = std::chrono::steady_clock::now();
+  auto fail = [&](const Error& e) {
+    r.failure = e.what();
+    return r;
+  };
+  auto rerouter = Rerouter::open(m, paths);
+  if (!rerouter) return fail(rerouter.error());
+  auto routes = plan_routes(m.topo, m.addresses, rerouter->failed());
+  if (!routes) return fail(routes.error());
+  auto maps = open_link_model(paths);
+  if (!maps) return fail(maps.error());
+  size_t switches = 0, groups = 0;
+  for (const BalanceSwitch& b : balance_switches(changed, paths, &*routes)) {
+    if (auto done = maps->rebalance(b); !done) return fail(done.error());
+    ++switches;
+    groups += b.groups.size();
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.note = std::to_string(groups) + " groups on " + std::to_string(switches) + " switches";
+  r.ok = true;
+  return r;
+}
+
 // What a collective or exec step runs, and in which hosts.
 struct StepCommand {
   std::vector<NodeContext> nodes;
@@ -294,6 +330,8 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
   if (const auto* in = std::get_if<IncastStep>(&w.step))
     return run_incast(m, paths, index, *in, timeout);
   if (const auto* ls = std::get_if<LinksStep>(&w.step)) return run_links_step(m, paths, index, *ls);
+  if (const auto* lb = std::get_if<LoadBalanceStep>(&w.step))
+    return run_load_balance_step(m, paths, index, *lb);
   // A lab across machines: this machine runs the ranks of its own hosts.
   std::vector<NodeContext> all;
   for (int h : m.topo.hosts())

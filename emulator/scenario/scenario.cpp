@@ -132,6 +132,12 @@ LoadBalance FabricSpec::load_balance_of(const std::string& node, int tier) const
   return by_tier ? *by_tier : load_balance;
 }
 
+bool Scenario::has_load_balance_step() const {
+  return std::any_of(workload.begin(), workload.end(), [](const WorkloadStep& w) {
+    return std::holds_alternative<LoadBalanceStep>(w.step);
+  });
+}
+
 bool FabricSpec::ebpf_balancing() const {
   if (ecmp_hash == EcmpHash::Qp || load_balance.mode != LoadBalanceMode::Ecmp) return true;
   return std::any_of(load_balance_overrides.begin(), load_balance_overrides.end(),

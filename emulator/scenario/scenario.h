@@ -167,7 +167,8 @@ struct FabricSpec {
   // The mode a switch (by name and tier) balances with: its own override, its tier's, the
   // fabric's.
   LoadBalance load_balance_of(const std::string& node, int tier) const;
-  // fabemu's eBPF balancer runs on some switch: a mode other than ecmp, or ecmp_hash: qp.
+  // fabemu's eBPF balancer runs on some switch: a mode other than ecmp, or ecmp_hash: qp (a
+  // workload's load_balance step puts it on every router switch: Scenario::balances_in_ebpf).
   bool ebpf_balancing() const;
   uint32_t mtu = 1500;
   // fabric.gso: the largest GSO super-frame TCP may hand a shaped port (bytes; 0: off, every skb
@@ -297,8 +298,17 @@ struct LinksStep {
   LinkShape set;
 };
 
+// Changes the switches' load balancing between steps (`load_balance: spray`, or `default` with
+// tiers and switches, as fabric.load_balance): the same traffic under several modes in one run.
+// A lab with such a step has fabemu's balancer on every router switch from `up` (ecmp then
+// hashes in eBPF, as statically as the kernel's FIB).
+struct LoadBalanceStep {
+  LoadBalance lb;
+  std::vector<LoadBalanceOverride> overrides;
+};
+
 struct WorkloadStep {
-  std::variant<CollectiveStep, ExecStep, IncastStep, LinksStep> step;
+  std::variant<CollectiveStep, ExecStep, IncastStep, LinksStep, LoadBalanceStep> step;
   std::optional<uint64_t> timeout_ns;  // unset: the runner's default
   SourceLoc loc;
 };
@@ -386,6 +396,8 @@ struct Scenario {
   TelemetrySpec telemetry;
   PlacementSpec placement;
   Expectations expect;
+  // A workload step changes the load balancing: every router switch gets the balancer at `up`.
+  bool has_load_balance_step() const;
 };
 
 }  // namespace fabemu

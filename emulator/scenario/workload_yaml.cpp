@@ -6,6 +6,7 @@
 #include <string>
 
 #include "scenario/link_shape_yaml.h"
+#include "scenario/load_balance_yaml.h"
 #include "scenario/loader.h"
 #include "util/collectives.h"
 #include "util/units.h"
@@ -272,6 +273,13 @@ LinksStep read_links_step(const Field& item, uint32_t mtu) {
   return s;
 }
 
+// load_balance: spray (or any of fabric.load_balance's forms)
+LoadBalanceStep read_load_balance_step(const Field& item) {
+  item.check_keys({"load_balance"});
+  LoadBalanceSetting set = read_load_balance(item.at("load_balance"));
+  return LoadBalanceStep{set.lb, std::move(set.overrides)};
+}
+
 }  // namespace
 
 std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu) {
@@ -279,19 +287,27 @@ std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu) {
   for (const Field& item : list.items()) {
     const bool collective = item.has("collective"), exec = item.has("exec"),
                incast = item.has("incast"), links = item.has("links"),
-               traffic = item.has("traffic");
-    const int kinds = collective + exec + incast + links + traffic;
+               traffic = item.has("traffic"), balance = item.has("load_balance");
+    const int kinds = collective + exec + incast + links + traffic + balance;
     if (kinds != 1) {
       std::string given;
-      for (const char* k : {"collective", "exec", "incast", "traffic", "links"})
+      for (const char* k : {"collective", "exec", "incast", "traffic", "links", "load_balance"})
         if (item.has(k)) given += std::string(given.empty() ? "" : " and ") + "'" + k + "'";
-      item.fail((kinds == 0   ? std::string("none of 'collective', 'exec', 'incast', 'traffic' "
-                                              "or 'links'")
+      item.fail((kinds == 0   ? std::string("none of 'collective', 'exec', 'incast', 'traffic', "
+                                              "'links' or 'load_balance'")
                  : kinds == 2 ? "both " + given
                               : given) +
                 "; a workload step is {collective: allreduce, ...}, {exec: {hosts: all, "
                 "command: [...]}}, {incast: {senders: [...], receiver: h1, ...}}, {traffic: "
-                "{flows: [[h1, h3], ...], ...}} or {links: {select: all, set: {...}}}");
+                "{flows: [[h1, h3], ...], ...}}, {links: {select: all, set: {...}}} or "
+                "{load_balance: spray}");
+    }
+    if (balance) {
+      WorkloadStep step;
+      step.loc = item.loc();
+      step.step = read_load_balance_step(item);
+      steps.push_back(std::move(step));
+      continue;
     }
     if (links) {
       WorkloadStep step;

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <thread>
 
+#include "results/ecmp_groups.h"
 #include "runtime/faults.h"
 #include "runtime/telemetry.h"
 #include "session/across.h"
@@ -38,7 +39,14 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
   telemetry.start(t0);
   faults.start(t0);
   bool ok = true;
+  // Each traffic step's ECMP groups, where the lab has any: how the mode in force spread it.
+  const bool groups = !ecmp_groups(m).empty();
   for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
+    const WorkloadStep& w = m.scenario.workload[i];
+    const bool traffic = groups && !std::holds_alternative<LinksStep>(w.step) &&
+                         !std::holds_alternative<LoadBalanceStep>(w.step);
+    std::optional<TelemetrySample> before;
+    if (traffic) before = telemetry.mark();
     const double start = seconds_since(t0);
     const StepResult r = run_step(m, paths, i, wo);
     const TimeScale& t = m.time_scale;
@@ -46,6 +54,10 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
                  {},      {},   {},        r.note};
     s.flows = r.flows;
     s.receiver_bps = r.receiver_bps;
+    if (before) {
+      const TelemetrySample after = telemetry.mark();
+      s.groups = group_balances(m, [&](size_t d) { return growth(*before, after, d); });
+    }
     if (const auto* c = std::get_if<CollectiveStep>(&m.scenario.workload[i].step)) {
       s.collective = c->collective;
       s.library = c->library;
