@@ -558,6 +558,40 @@ TEST(Loader, LoadBalanceModesAndOverrides) {
             std::string::npos);
 }
 
+// A workload step changes the modes between steps; it puts the balancer on every router switch
+// and is refused on OVS switches and for switches the topology lacks.
+TEST(Loader, LoadBalanceStep) {
+  const Scenario s = load_ok(std::string(kMinimal) +
+                             "workload:\n  - load_balance: {default: spray, leaf: adaptive}\n"
+                             "  - {collective: allreduce}\n");
+  ASSERT_EQ(s.workload.size(), 2u);
+  const auto* step = std::get_if<LoadBalanceStep>(&s.workload[0].step);
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ(step->lb.mode, LoadBalanceMode::Spray);
+  ASSERT_EQ(step->overrides.size(), 1u);
+  EXPECT_EQ(step->overrides[0].lb.mode, LoadBalanceMode::Adaptive);
+  EXPECT_TRUE(s.has_load_balance_step());
+  EXPECT_FALSE(s.fabric.ebpf_balancing());
+  EXPECT_TRUE(build_model(s, 0));
+  EXPECT_NE(load_error(std::string(kMinimal) + "workload:\n  - load_balance: sideways\n")
+                .find("workload[0].load_balance: unknown mode 'sideways'"),
+            std::string::npos);
+  auto ovs = build_model(load_ok(std::string(kMinimal) +
+                                 "fabric: {switch: ovs}\nworkload:\n  - load_balance: spray\n"),
+                         0);
+  ASSERT_FALSE(ovs);
+  EXPECT_NE(ovs.error().message.find("workload.load_balance: fabemu's eBPF balancer runs on "
+                                     "router switches"),
+            std::string::npos)
+      << ovs.error().message;
+  auto unknown = build_model(
+      load_ok(std::string(kMinimal) + "workload:\n  - load_balance: {spine9: spray}\n"), 0);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("workload.load_balance.spine9: not a switch"),
+            std::string::npos)
+      << unknown.error().message;
+}
+
 }  // namespace
 }  // namespace fabemu
 
