@@ -67,7 +67,6 @@ FabricSpec::Lossless read_lossless(const Field& f) {
 // fabric.load_balance (scenario/load_balance_yaml.h); modes other than ecmp need router
 // switches.
 void read_fabric_load_balance(const Field& f, FabricSpec& fabric) {
-  fabric.load_balance_loc = f.loc();
   LoadBalanceSetting set = read_load_balance(f);
   fabric.load_balance = set.lb;
   fabric.load_balance_overrides = std::move(set.overrides);

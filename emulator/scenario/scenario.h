@@ -163,7 +163,6 @@ struct FabricSpec {
   EcmpHash ecmp_hash = EcmpHash::L4;
   LoadBalance load_balance;
   std::vector<LoadBalanceOverride> load_balance_overrides;
-  SourceLoc load_balance_loc;
   // The mode a switch (by name and tier) balances with: its own override, its tier's, the
   // fabric's.
   LoadBalance load_balance_of(const std::string& node, int tier) const;
