@@ -50,6 +50,8 @@ class Step:
     wall_seconds: float = 0
     results: List[Result] = field(default_factory=list)
     flows: List[Flow] = field(default_factory=list)
+    # The busiest ECMP groups over this step alone, as Report.ecmp_groups (docs/json.md).
+    ecmp_groups: List[Dict[str, Any]] = field(default_factory=list, repr=False)
 
     def busbw_gbps(self, size: Optional[int] = None) -> float:
         """The busbw at `size` (the largest size when None), GB/s."""
@@ -139,6 +141,8 @@ def read_report(directory: Union[str, Path], exit_code: int = 0, output: str = "
                 expectations.append(Expectation(**fields_of(Expectation, j)))
             elif kind == "sample":
                 samples.append(j)
+            elif kind == "ecmp_group" and "step" in j:
+                steps[j["step"]].ecmp_groups.append(j)
             elif kind == "ecmp_group":
                 groups.append(j)
     return Report(d, exit_code, run, [steps[i] for i in sorted(steps)], faults, expectations,

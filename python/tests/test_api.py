@@ -86,6 +86,10 @@ def fake(tmp_path, monkeypatch):
                "routes": 1, "bytes": 300, "max_over_mean": 1.33, "jain": 0.9,
                "members": [{{"direction": "leaf1>spine1", "bytes": 200, "frames": 2}},
                            {{"direction": "leaf1>spine2", "bytes": 100, "frames": 1}}]}},
+              {{"type": "ecmp_group", "step": 0, "switch": "leaf1", "name": "leaf1 > spine1|spine2",
+               "routes": 1, "bytes": 30, "max_over_mean": 1.0, "jain": 1.0,
+               "members": [{{"direction": "leaf1>spine1", "bytes": 15, "frames": 1}},
+                           {{"direction": "leaf1>spine2", "bytes": 15, "frames": 1}}]}},
               {{"type": "expect", "what": "completes", "ok": "fail" not in args[1]}}]
             open(out + "/report.jsonl", "w").write("".join(json.dumps(l) + "\\n" for l in lines))
             sys.exit(1 if "fail" in args[1] else 0)
@@ -180,6 +184,7 @@ def test_run_reads_the_report(fake, tmp_path):
     assert s.busbw_gbps() == 1.5 and s.results[0].pred_busbw_gbps == 1.6
     assert s.flows[0].src == "h2" and s.flows[0].stalled_s == 0.001
     assert r.ecmp_groups[0]["switch"] == "leaf1" and r.ecmp_groups[0]["max_over_mean"] == 1.33
+    assert len(r.ecmp_groups) == 1 and s.ecmp_groups[0]["max_over_mean"] == 1.0
     with pytest.raises(fabemu.FabemuError) as e:
         fabemu.run("fail.yaml", report_dir=tmp_path)
     assert e.value.exit_code == 1 and not e.value.report.expectations[0].ok
