@@ -170,7 +170,8 @@ static __attribute__((noinline)) __u32 lb_choose(const struct fabemu_lb_group* g
       __u64 st = s ^ ((__u64)g->seed << 32);
       draw = (g->flags & FABEMU_LB_RANDOM) ? (__u32)next_random(&st) : (__u32)s;
     } else if (g->mode == FABEMU_LB_FLOWLET && flow) {
-      draw = mix32(hash ^ (flow->pad + 1)); /* the flow's next flowlet draws afresh */
+      flow->flowlets++; /* the flowlet's number: each new flowlet of the flow draws afresh */
+      draw = mix32(hash ^ flow->flowlets);
     }
     m = lb_fresh(g, draw, now);
     if (m < FABEMU_LB_MAX_MEMBERS && g->mode != FABEMU_LB_ADAPTIVE && m != draw % g->n)
@@ -178,10 +179,7 @@ static __attribute__((noinline)) __u32 lb_choose(const struct fabemu_lb_group* g
   }
   if (m >= FABEMU_LB_MAX_MEMBERS) return m;
   if (flow) {
-    if (flow->member != m) {
-      cnt->moves++;
-      flow->pad++;
-    }
+    if (flow->member != m) cnt->moves++;
     flow->member = m;
     flow->last_ns = now;
   } else {

@@ -66,7 +66,7 @@ struct fabemu_lb_flow_key {
 struct fabemu_lb_flow {
   __u64 last_ns;
   __u32 member;
-  __u32 pad;
+  __u32 flowlets; /* flowlets begun after the first: the draw of the next one */
 };
 
 /* Per-CPU counters of a group; user space sums the CPUs. */
