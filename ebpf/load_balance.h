@@ -50,10 +50,10 @@ struct fabemu_lb_member {
 };
 
 struct fabemu_lb_group {
-  __u32 mode;  /* enum fabemu_lb_mode */
-  __u32 flags; /* enum fabemu_lb_flags */
-  __u32 n;     /* members in use, 1..FABEMU_LB_MAX_MEMBERS */
-  __u32 seed;  /* the switch's hash seed, from the scenario's */
+  __u32 mode;   /* enum fabemu_lb_mode */
+  __u32 flags;  /* enum fabemu_lb_flags */
+  __u32 n;      /* members in use, 1..FABEMU_LB_MAX_MEMBERS */
+  __u32 seed;   /* the switch's hash seed, from the scenario's */
   __u64 gap_ns; /* flowlet gap, wall-clock ns (dilated) */
   struct fabemu_lb_member members[FABEMU_LB_MAX_MEMBERS];
 };
