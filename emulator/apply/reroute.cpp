@@ -146,11 +146,12 @@ Result<std::string> Rerouter::apply(const std::set<int>& next_failed) {
       FABEMU_TRY(replace_routes(*model_, *paths_, sw, put, drop));
   }
   // The balancers' groups follow the routes: a failed link's member leaves its groups.
-  if (!ovs && switches && model_->scenario.fabric.ebpf_balancing()) {
+  const std::vector<BalanceSwitch> balanced =
+      ovs || !switches ? std::vector<BalanceSwitch>{} : balance_switches(*model_, *paths_, &*next);
+  if (!balanced.empty()) {
     auto shaper = open_link_model(*paths_);
     if (!shaper) return shaper.error().context("moving the balancers' groups");
-    for (const BalanceSwitch& b : balance_switches(*model_, *paths_, &*next))
-      FABEMU_TRY(shaper->rebalance(b));
+    for (const BalanceSwitch& b : balanced) FABEMU_TRY(shaper->rebalance(b));
   }
   r.routed = next_failed;
   FABEMU_TRY(write_record(*paths_, r));

@@ -16,10 +16,6 @@ uint32_t balance_seed_of(uint64_t scenario_seed, const std::string& node) {
   return static_cast<uint32_t>(link_seed(scenario_seed, "balance " + node) >> 32) | 1u;
 }
 
-bool balances_in_ebpf(const LoadBalance& lb, EcmpHash hash) {
-  return lb.mode != LoadBalanceMode::Ecmp || hash == EcmpHash::Qp;
-}
-
 }  // namespace
 
 std::string load_balance_name(const LoadBalance& lb) {
@@ -38,11 +34,12 @@ std::string load_balance_name(const LoadBalance& lb) {
 }
 
 std::vector<BalanceSwitch> balance_switches(const LabModel& m, const LabPaths& paths,
-                                            const std::vector<std::vector<Route>>* routes) {
+                                            const std::vector<std::vector<Route>>* routes,
+                                            const FabricSpec* modes) {
   if (!routes) routes = &m.routes;
   std::vector<BalanceSwitch> out;
   const Topology& t = m.topo;
-  const FabricSpec& fabric = m.scenario.fabric;
+  const FabricSpec& fabric = modes ? *modes : m.scenario.fabric;
   const bool every = m.scenario.has_load_balance_step();
   if (!every && !fabric.ebpf_balancing()) return out;
   uint32_t next_group = 0;
@@ -51,7 +48,7 @@ std::vector<BalanceSwitch> balance_switches(const LabModel& m, const LabPaths& p
     const int node = static_cast<int>(id);
     if (n.role != Role::Switch) continue;
     const LoadBalance lb = fabric.load_balance_of(n.name, n.tier);
-    if (!every && !balances_in_ebpf(lb, fabric.ecmp_hash)) continue;
+    if (!every && !lb.in_ebpf(fabric.ecmp_hash)) continue;
     BalanceSwitch b{node_ns(m, paths, node), n.name, static_cast<uint32_t>(id + 1), {}, {}, {}};
     auto ifindex_of = [&](int link) { return port_ifindex(link, t.links[link].b.node == node); };
     for (int l : t.links_of(node)) b.ports.push_back({t.links[l].end(node).ifname, ifindex_of(l)});

@@ -257,10 +257,11 @@ struct BalanceSwitch {
 };
 
 // This machine's switches that balance in eBPF (plan/balance.cpp), each with its groups, from
-// the model's routes or (after a reroute) `routes`.
-std::vector<BalanceSwitch> balance_switches(
-    const LabModel& m, const LabPaths& paths,
-    const std::vector<std::vector<Route>>* routes = nullptr);
+// the model's routes or (after a reroute) `routes`, with the scenario's modes or (a workload
+// step's) `modes`.
+std::vector<BalanceSwitch> balance_switches(const LabModel& m, const LabPaths& paths,
+                                            const std::vector<std::vector<Route>>* routes = nullptr,
+                                            const FabricSpec* modes = nullptr);
 // "flowlet (gap 50us)", for plans, `up` and reports.
 std::string load_balance_name(const LoadBalance& lb);
 

@@ -195,9 +195,9 @@ StepResult run_links_step(const LabModel& m, const LabPaths& paths, size_t index
 StepResult run_load_balance_step(const LabModel& m, const LabPaths& paths, size_t index,
                                  const LoadBalanceStep& step) {
   StepResult r;
-  LabModel changed = m;
-  changed.scenario.fabric.load_balance = step.lb;
-  changed.scenario.fabric.load_balance_overrides = step.overrides;
+  FabricSpec modes = m.scenario.fabric;
+  modes.load_balance = step.lb;
+  modes.load_balance_overrides = step.overrides;
   r.title =
       "workload[" + std::to_string(index) + "] load_balance: " + load_balance_name(step.lb) +
       (step.overrides.empty() ? ""
@@ -214,7 +214,7 @@ StepResult run_load_balance_step(const LabModel& m, const LabPaths& paths, size_
   auto maps = open_link_model(paths);
   if (!maps) return fail(maps.error());
   size_t switches = 0, groups = 0;
-  for (const BalanceSwitch& b : balance_switches(changed, paths, &*routes)) {
+  for (const BalanceSwitch& b : balance_switches(m, paths, &*routes, &modes)) {
     if (auto done = maps->rebalance(b); !done) return fail(done.error());
     ++switches;
     groups += b.groups.size();

@@ -139,9 +139,9 @@ bool Scenario::has_load_balance_step() const {
 }
 
 bool FabricSpec::ebpf_balancing() const {
-  if (ecmp_hash == EcmpHash::Qp || load_balance.mode != LoadBalanceMode::Ecmp) return true;
+  if (load_balance.in_ebpf(ecmp_hash)) return true;
   return std::any_of(load_balance_overrides.begin(), load_balance_overrides.end(),
-                     [](const auto& o) { return o.lb.mode != LoadBalanceMode::Ecmp; });
+                     [&](const auto& o) { return o.lb.in_ebpf(ecmp_hash); });
 }
 
 }  // namespace fabemu

@@ -143,6 +143,10 @@ struct LoadBalance {
   uint64_t gap_ns = 50'000;  // flowlet, and adaptive per flowlet: real-fabric time
   bool random = false;       // spray: a random member, else round robin
   bool per_flowlet = false;  // adaptive: granularity flowlet, else packet
+  // fabemu's eBPF balancer does it (the kernel's FIB: ecmp hashing l3 or l4).
+  bool in_ebpf(EcmpHash hash) const {
+    return mode != LoadBalanceMode::Ecmp || hash == EcmpHash::Qp;
+  }
   bool operator==(const LoadBalance&) const = default;
 };
 // fabric.load_balance's overrides: a tier ("leaf", "spine", "core", and fat-tree's "edge",
@@ -167,7 +171,7 @@ struct FabricSpec {
   // fabric's.
   LoadBalance load_balance_of(const std::string& node, int tier) const;
   // fabemu's eBPF balancer runs on some switch: a mode other than ecmp, or ecmp_hash: qp (a
-  // workload's load_balance step puts it on every router switch: Scenario::balances_in_ebpf).
+  // workload's load_balance step has it on every router switch: Scenario::has_load_balance_step).
   bool ebpf_balancing() const;
   uint32_t mtu = 1500;
   // fabric.gso: the largest GSO super-frame TCP may hand a shaped port (bytes; 0: off, every skb
