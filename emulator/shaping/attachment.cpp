@@ -1,5 +1,5 @@
-// Attaching the link model at clsact egress with libbpf, from a thread inside the port's
-// namespace (rtnetlink and ifindexes are per namespace).
+// Attaching the link model at clsact egress, and the balancer at ingress, with libbpf, from a
+// thread inside the port's namespace (rtnetlink and ifindexes are per namespace).
 #include "shaping/attachment.h"
 
 #include <bpf/bpf.h>
@@ -43,11 +43,11 @@ Result<NsId> current_ns() {
 
 // tcx by BPF_PROG_ATTACH: persistent like a tc filter (a bpf link would go with our fd).
 // 0, or -errno; EEXIST when this program is already attached there.
-int tcx_attach(uint32_t ifindex, int prog_fd) {
+int tcx_attach(uint32_t ifindex, int prog_fd, uint32_t attach_type = kBpfTcxEgress) {
   bpf_attr attr{};
   attr.target_fd = ifindex;  // target_ifindex in newer headers: the same field
   attr.attach_bpf_fd = static_cast<uint32_t>(prog_fd);
-  attr.attach_type = kBpfTcxEgress;
+  attr.attach_type = attach_type;
   return sys_bpf(BPF_PROG_ATTACH, &attr) == 0 ? 0 : -errno;
 }
 
@@ -69,7 +69,7 @@ std::string where(const std::string& ifname, const std::string& netns_path) {
   return ifname + (netns_path.empty() ? "" : " in " + netns_path);
 }
 
-bpf_tc_hook egress_hook(uint32_t ifindex, bpf_tc_attach_point point = BPF_TC_EGRESS) {
+bpf_tc_hook tc_hook(uint32_t ifindex, bpf_tc_attach_point point = BPF_TC_EGRESS) {
   bpf_tc_hook hook{};
   hook.sz = sizeof(hook);
   hook.ifindex = static_cast<int>(ifindex);
@@ -119,6 +119,23 @@ void unclaim_port(int ports_fd, uint32_t ifindex, uint64_t dev, uint64_t ino) {
 
 }  // namespace
 
+Result<void> attach_ingress_here(int prog_fd, const std::string& ifname, uint32_t ifindex,
+                                 const std::string& where_ns) {
+  const std::string what = where(ifname, where_ns);
+  int err = tcx_attach(ifindex, prog_fd, kBpfTcxIngress);
+  if (err == 0 || err == -EEXIST) return ok();
+  // EINVAL: the kernel knows no tcx attach type; anything else is a real failure.
+  if (err != -EINVAL) return make_error("attaching to the tcx ingress of " + what, -err);
+  bpf_tc_hook hook = tc_hook(ifindex, BPF_TC_INGRESS);
+  err = bpf_tc_hook_create(&hook);
+  if (err < 0 && err != -EEXIST) return make_error("creating the clsact qdisc on " + what, -err);
+  bpf_tc_opts opts = filter_opts(prog_fd);
+  opts.flags = BPF_TC_F_REPLACE;
+  if (err = bpf_tc_attach(&hook, &opts); err < 0)
+    return make_error("attaching at the ingress of " + what, -err);
+  return ok();
+}
+
 Result<ShaperAttachment> ShaperAttachment::create(int prog_fd, int ports_fd,
                                                   const std::string& netns_path,
                                                   const std::string& ifname, AttachMethod method) {
@@ -166,7 +183,7 @@ Result<ShaperAttachment> ShaperAttachment::create_here(int prog_fd, int ports_fd
     }
   }
   a.method_ = AttachMethod::Clsact;
-  bpf_tc_hook hook = egress_hook(ifindex);
+  bpf_tc_hook hook = tc_hook(ifindex);
   int err = bpf_tc_hook_create(&hook);
   if (err < 0 && err != -EEXIST) {
     unclaim_port(ports_fd, ifindex, ns->dev, ns->ino);
@@ -235,14 +252,14 @@ Result<void> ShaperAttachment::detach() {
         return make_error("detaching the link shaper from the tcx egress of " + what, -err);
       return ok();
     }
-    bpf_tc_hook hook = egress_hook(ifindex_);
+    bpf_tc_hook hook = tc_hook(ifindex_);
     bpf_tc_opts opts = filter_opts(0);  // detach wants no prog_fd
     int err = bpf_tc_detach(&hook, &opts);
     if (err < 0 && err != -ENOENT)
       return make_error("detaching the link shaper from " + what, -err);
     if (created_hook_) {
       bpf_tc_hook both =
-          egress_hook(ifindex_, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+          tc_hook(ifindex_, static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
       err = bpf_tc_hook_destroy(&both);
       if (err < 0 && err != -ENOENT && err != -EINVAL)
         return make_error("removing the clsact qdisc of " + what, -err);

@@ -13,6 +13,13 @@ namespace fabemu {
 // qdisc; clsact + a direct-action cls_bpf filter works everywhere else.
 enum class AttachMethod { Auto, Tcx, Clsact };  // Auto: tcx where the kernel has it
 
+// `prog_fd` at the ingress of port `ifname` (index `ifindex`) of the calling thread's network
+// namespace, for as long as the port lives: tcx where the kernel has it, else a clsact filter.
+// Nothing owns it but the port (the lab's namespaces go with their hooks); `where` names the
+// namespace in errors.
+Result<void> attach_ingress_here(int prog_fd, const std::string& ifname, uint32_t ifindex,
+                                 const std::string& where);
+
 // Owns the program's attachment to one port in some network namespace: a tcx attachment, or a
 // cls_bpf filter (and the clsact qdisc, when it made it). Detaching enters that namespace on a
 // thread of its own, as attaching did.

@@ -7,45 +7,14 @@
 #include <cerrno>
 
 #include "link_shaper.skel.h"
+#include "shaping/attachment.h"
 #include "shaping/link_shaper.h"
-#include "util/bpf_sys.h"
 
 namespace fabemu {
 
 namespace {
 
 static_assert(sizeof(fabemu_lb_counters) % 8 == 0);  // per-CPU values at 8-byte strides
-
-// Our filter's identity on a clsact ingress hook (where tcx is missing): as the egress one's.
-constexpr uint32_t kTcHandle = 0xfabe;
-constexpr uint32_t kTcPriority = 1;
-
-// The program at the ingress of `ifname` in the calling thread's namespace, for as long as the
-// port lives: tcx where the kernel has it (>= 6.6), else a clsact filter. Nothing owns the
-// attachment but the port: the lab's namespaces go with their hooks.
-Result<void> attach_ingress_here(int prog_fd, uint32_t ifindex, const std::string& what) {
-  bpf_attr attr{};
-  attr.target_fd = ifindex;
-  attr.attach_bpf_fd = static_cast<uint32_t>(prog_fd);
-  attr.attach_type = kBpfTcxIngress;
-  if (sys_bpf(BPF_PROG_ATTACH, &attr) == 0 || errno == EEXIST) return ok();
-  if (errno != EINVAL) return errno_error("attaching the balancer to the tcx ingress of " + what);
-  bpf_tc_hook hook{};
-  hook.sz = sizeof(hook);
-  hook.ifindex = static_cast<int>(ifindex);
-  hook.attach_point = BPF_TC_INGRESS;
-  int err = bpf_tc_hook_create(&hook);
-  if (err < 0 && err != -EEXIST) return make_error("creating the clsact qdisc on " + what, -err);
-  bpf_tc_opts opts{};
-  opts.sz = sizeof(opts);
-  opts.prog_fd = prog_fd;
-  opts.handle = kTcHandle;
-  opts.priority = kTcPriority;
-  opts.flags = BPF_TC_F_REPLACE;
-  if (err = bpf_tc_attach(&hook, &opts); err < 0)
-    return make_error("attaching the balancer at the ingress of " + what, -err);
-  return ok();
-}
 
 fabemu_lb_group group_cfg(const BalanceSwitch::Group& g) {
   fabemu_lb_group out{};
@@ -114,8 +83,8 @@ Result<void> LinkShaper::balance(const BalanceSwitch& b) {
   for (const auto& p : b.ports) {
     if (int err = bpf_map_update_elem(ports_fd, &p.ifindex, &b.switch_id, BPF_ANY); err < 0)
       return make_error(what + ": recording port " + p.ifname, -err);
-    FABEMU_TRY(attach_ingress_here(bpf_program__fd(skel_->progs.fabemu_balance), p.ifindex,
-                                   p.ifname + " of " + b.node));
+    if (auto r = attach_ingress_here(balance_prog_fd(), p.ifname, p.ifindex, b.ns); !r)
+      return r.error().context("the balancer of " + b.node);
   }
   return ok();
 }
