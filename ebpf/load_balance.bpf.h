@@ -103,10 +103,13 @@ static __always_inline __u64 lb_backlog(__u32 ifindex, __u64 now) {
   return next > now ? next - now : 0;
 }
 
-/* The member with the least backlog among those whose link is up, from `start` round (so that
- * ties fall to the hash); n when all are down. */
-static __always_inline __u32 lb_least_backlog(const struct fabemu_lb_group* g, __u32 start,
-                                              __u64 now) {
+/* A fresh choice for a frame or a flowlet among the members whose link is up, looking from
+ * draw % n round (so that ties fall to the draw): the first (flowlet, spray) or the one with the
+ * least backlog (adaptive). `draw` is the flow's hash for a flowlet, or the frame's sequence
+ * mixed with the seed. FABEMU_LB_MAX_MEMBERS when every member is down. */
+static __always_inline __u32 lb_fresh(const struct fabemu_lb_group* g, __u32 draw, __u64 now) {
+  const __u32 start = draw % g->n;
+  const int adaptive = g->mode == FABEMU_LB_ADAPTIVE;
   __u32 best = FABEMU_LB_MAX_MEMBERS;
   __u64 best_backlog = ~0ULL;
   for (__u32 i = 0; i < FABEMU_LB_MAX_MEMBERS; i++) {
@@ -116,6 +119,7 @@ static __always_inline __u32 lb_least_backlog(const struct fabemu_lb_group* g, _
     if (m >= FABEMU_LB_MAX_MEMBERS) break;
     const __u32 ifindex = g->members[m].ifindex;
     if (lb_member_down(ifindex)) continue;
+    if (!adaptive) return m;
     const __u64 b = lb_backlog(ifindex, now);
     if (b < best_backlog) {
       best_backlog = b;
@@ -123,26 +127,6 @@ static __always_inline __u32 lb_least_backlog(const struct fabemu_lb_group* g, _
     }
   }
   return best;
-}
-
-/* The first member from `m` round whose link is up; FABEMU_LB_MAX_MEMBERS when none is. */
-static __always_inline __u32 lb_first_up(const struct fabemu_lb_group* g, __u32 m) {
-  for (__u32 i = 0; i < FABEMU_LB_MAX_MEMBERS; i++) {
-    if (i >= g->n) break;
-    __u32 c = m + i;
-    if (c >= g->n) c -= g->n;
-    if (c >= FABEMU_LB_MAX_MEMBERS) break;
-    if (!lb_member_down(g->members[c].ifindex)) return c;
-  }
-  return FABEMU_LB_MAX_MEMBERS;
-}
-
-/* A fresh choice for a frame or a flowlet: by the group's mode, among the members that are up.
- * `draw` is the flow's hash for the flowlet or the frame's sequence mixed with the seed. */
-static __always_inline __u32 lb_fresh(const struct fabemu_lb_group* g, __u32 draw, __u64 now) {
-  const __u32 start = draw % g->n;
-  if (g->mode == FABEMU_LB_ADAPTIVE) return lb_least_backlog(g, start, now);
-  return lb_first_up(g, start);
 }
 
 /* The member for this frame, noting moves and skips in `cnt`. */
