@@ -10,7 +10,10 @@ Modes: ecmp (5-tuple hash, `ecmp_hash: l4`), ecmp-l3 (addresses only), ecmp-qp4 
 connections per peer: `qps_per_peer: 4`), one-pipe (one spine with links of 4 x the rate:
 nothing to spread, the emulation's own cost alone), and fabemu's eBPF balancer
 (`fabric.load_balance`): flowlet (gap 50us), spray (round robin per frame), adaptive (least
-backlog per frame), adaptive-fl (least backlog per flowlet of 50us). See README.md."""
+backlog per frame), adaptive-fl (least backlog per flowlet of 50us), ecmp-ebpf (the balancer's
+own static hash). Under the balancer's modes, also the frames that reached their last hop out of
+order and the hosts' TCP retransmissions and reorderings detected (report.jsonl's order
+record; last run). See README.md."""
 import argparse
 import json
 import os
@@ -35,6 +38,8 @@ MODES = {
     "spray": "load_balance: spray",
     "adaptive": "load_balance: adaptive",
     "adaptive-fl": "load_balance: {adaptive: {granularity: flowlet, gap: 50us}}",
+    # Static hashing in the balancer: ECMP's spread with the balancer's order and TCP counters.
+    "ecmp-ebpf": "load_balance: ecmp",
 }
 
 
@@ -54,7 +59,8 @@ def scenario(mode, collective, size, time_scale, seed):
 
 
 def one_run(args, tmp, mode, collective, size, k):
-    """(busbw, model, factor, wall s, worst group's max/mean, its Jain, its members' MB)."""
+    """(busbw, model, factor, wall s, worst group's max/mean, its Jain, its members' MB, the
+    step's order record or None)."""
     path = Path(tmp) / f"lb-{mode}-{collective}-{k}.yaml"
     # A new seed each run: the switches' hash seeds, hence the collisions, differ run to run.
     path.write_text(scenario(mode, collective, size, args.time_scale, 100 + k))
@@ -65,6 +71,7 @@ def one_run(args, tmp, mode, collective, size, k):
         raise BenchError(f"fabemu run {path.name}: exit {p.returncode}: {p.stderr[-800:]}")
     busbw = model = factor = wall = float("nan")
     groups = []
+    order = None
     for line in (report / "report.jsonl").read_text().splitlines():
         j = json.loads(line)
         if j["type"] == "run":
@@ -77,13 +84,25 @@ def one_run(args, tmp, mode, collective, size, k):
             wall = j["wall_seconds"]
             if not j["ok"]:
                 raise BenchError(f"{path.name}: {j['failure']}")
+        elif j["type"] == "order":
+            order = j
         elif j["type"] == "ecmp_group" and j["switch"].startswith("leaf"):
             groups.append(j)
     if not groups:  # one-pipe: no group
-        return busbw, model, factor, wall, float("nan"), float("nan"), []
+        return busbw, model, factor, wall, float("nan"), float("nan"), [], order
     worst = max(groups, key=lambda g: g["max_over_mean"])
     return (busbw, model, factor, wall, worst["max_over_mean"], worst["jain"],
-            [m["bytes"] / 1e6 for m in worst["members"]])
+            [m["bytes"] / 1e6 for m in worst["members"]], order)
+
+
+def order_text(o):
+    """Frames out of order, TCP segments retransmitted, reorderings TCP detected."""
+    if not o:
+        return "-"
+    pct = lambda a, b: 100.0 * a / b if b else 0.0
+    t = o["tcp"]
+    return (f"{pct(o['reordered'], o['frames']):.2f}% ooo, {pct(t['retrans_segs'], t['out_segs']):.2f}% "
+            f"rtx, {t['reorder_seen']} reord")
 
 
 def main():
@@ -106,7 +125,7 @@ def main():
           f"{args.size}, median of {args.runs} runs; groups: the leaves' (worst of 4)")
     print(f"{'mode':>11} {'collective':>10} {'N':>6} {'busbw GB/s':>11} {'min..max':>13} "
           f"{'model':>6} {'ratio':>6} {'max/mean':>9} {'Jain':>6} {'wall s':>7}  "
-          "worst group's members (MB, last run)")
+          "worst group's members (MB, last run); order (last run)")
     with tempfile.TemporaryDirectory() as tmp:
         for mode in modes:
             for collective in args.collectives.split(","):
@@ -117,7 +136,7 @@ def main():
                       f"{min(busbw):6.2f}..{max(busbw):<6.2f} {got[0][1]:6.2f} "
                       f"{median(busbw) / got[0][1]:6.3f} {median(g[4] for g in got):9.2f} "
                       f"{median(g[5] for g in got):6.3f} {median(g[3] for g in got):7.1f}  "
-                      + " ".join(f"{mb:.1f}" for mb in got[-1][6]))
+                      + " ".join(f"{mb:.1f}" for mb in got[-1][6]) + "; " + order_text(got[-1][7]))
                 sys.stdout.flush()
 
 

@@ -52,6 +52,13 @@ struct {
   __type(value, struct fabemu_lb_counters);
 } fabemu_lb_counters SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, FABEMU_LB_MAX_ORDER_FLOWS);
+  __type(key, struct fabemu_lb_order_key);
+  __type(value, struct fabemu_lb_order);
+} fabemu_lb_order SEC(".maps");
+
 /* The fields a frame is hashed on, read with bpf_skb_load_bytes (no bounds to prove). */
 struct lb_headers {
   __u8 ver_ihl;
@@ -173,6 +180,50 @@ static __attribute__((noinline)) __u32 lb_choose(const struct fabemu_lb_group* g
   return m;
 }
 
+/* A frame at its last hop: counted in its flow's order (load_balance.h). `meta` is the IPv4
+ * header's protocol (bits 0-7), length in words (8-11) and ID (16-31); `ip_len` its total
+ * length. A global function: the verifier checks it once. */
+__attribute__((noinline)) int lb_order(struct __sk_buff* skb, __u32 saddr, __u32 daddr, __u32 meta,
+                                       __u32 ip_len) {
+  if (!skb) return 0;
+  const __u32 ihl = ((meta >> 8) & 0xf) * 4, proto = meta & 0xff, l4 = ETH_HLEN + ihl;
+  struct fabemu_lb_order_key k = {saddr, daddr, 0, proto};
+  __u32 seq = bpf_ntohs((__u16)(meta >> 16)), mask = 0xffff;
+  if (bpf_skb_load_bytes(skb, l4, &k.ports, sizeof k.ports)) return 0;
+  if (proto == IPPROTO_UDP) {
+    if ((k.ports >> 16) != bpf_htons(FABEMU_ROCEV2_PORT)) return 0;
+    __u32 bth[2]; /* the destination QP's word and the PSN's, after the UDP header and 4 bytes */
+    if (bpf_skb_load_bytes(skb, l4 + 8 + 4, bth, sizeof bth)) return 0;
+    k.ports = bth[0] & bpf_htonl(0x00ffffff);
+    k.proto = FABEMU_LB_ORDER_ROCE;
+    seq = bpf_ntohl(bth[1]) & 0x00ffffff;
+    mask = 0x00ffffff;
+  } else if (proto != IPPROTO_TCP) {
+    return 0;
+  } else {
+    /* Segments with data only: pure ACKs' IDs do not move with the flow (on 6.18 nearly all
+     * of a flow's ACKs came out "out of order"). A super-frame's total length may be 0 (BIG
+     * TCP): it carries data. */
+    __u8 doff;
+    if (bpf_skb_load_bytes(skb, l4 + 12, &doff, 1)) return 0;
+    if (ip_len && ip_len <= ihl + (doff >> 4) * 4) return 0;
+  }
+  const __u32 segs = skb->gso_segs ? skb->gso_segs : 1;
+  struct fabemu_lb_order* o = bpf_map_lookup_elem(&fabemu_lb_order, &k);
+  if (!o) {
+    struct fabemu_lb_order fresh = {segs, 0, (seq + segs) & mask, 0};
+    bpf_map_update_elem(&fabemu_lb_order, &k, &fresh, BPF_NOEXIST);
+    return 0;
+  }
+  __sync_fetch_and_add(&o->frames, segs);
+  /* Serial numbers: behind the next expected when the difference is in the upper half. */
+  if (((seq - o->next) & mask) > (mask >> 1))
+    __sync_fetch_and_add(&o->reordered, segs);
+  else
+    o->next = (seq + segs) & mask; /* a flow seen by one CPU at a time (RPS): no lock */
+  return 0;
+}
+
 SEC("tc")
 int fabemu_balance(struct __sk_buff* skb) {
   if (skb->protocol != bpf_htons(ETH_P_IP)) return TC_ACT_OK;
@@ -185,6 +236,13 @@ int fabemu_balance(struct __sk_buff* skb) {
   struct fabemu_lb_route_key rk = {64, *sw, ip.daddr};
   __u32* group = bpf_map_lookup_elem(&fabemu_lb_routes, &rk);
   if (!group || *group == FABEMU_LB_NO_GROUP) return TC_ACT_OK;
+  if (*group == FABEMU_LB_LAST_HOP) {
+    const __u32 first = (ip.frag & bpf_htons(0x1fff)) == 0;
+    if (first)
+      lb_order(skb, ip.saddr, ip.daddr, ip.protocol | (ip.ver_ihl & 0xf) << 8 | (__u32)ip.id << 16,
+               bpf_ntohs(ip.tot_len));
+    return TC_ACT_OK;
+  }
   const __u32 gi = *group;
   struct fabemu_lb_group* g = bpf_map_lookup_elem(&fabemu_lb_groups, &gi);
   struct fabemu_lb_counters* cnt = bpf_map_lookup_elem(&fabemu_lb_counters, &gi);

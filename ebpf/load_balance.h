@@ -21,6 +21,10 @@
 /* A route's value when the kernel's FIB has the frame: a more specific route than a group's
  * (a connected port, a single next hop) must win the longest-prefix match as in the FIB. */
 #define FABEMU_LB_NO_GROUP 0xffffffffU
+/* A route's value for a subnet of a host port: the FIB has the frame too, and this switch is its
+ * last hop, where the order in which a flow's frames arrived is counted (fabemu_lb_order). */
+#define FABEMU_LB_LAST_HOP 0xfffffffeU
+#define FABEMU_LB_MAX_ORDER_FLOWS 65536
 
 enum fabemu_lb_mode {
   FABEMU_LB_ECMP = 0,     /* static: the hash picks the member for the flow's life */
@@ -76,6 +80,24 @@ struct fabemu_lb_counters {
   __u64 moves;      /* a flow (flowlet) or a frame (spray, adaptive) left its last member */
   __u64 down_skips; /* the chosen member's link was down and another took the frame */
   __u64 no_member;  /* every member down: the frame went to the kernel's FIB */
+};
+
+/* The order of a flow's frames at its last hop, against the sequence its sender gave them: TCP's
+ * IPv4 ID (Linux numbers a connected socket's packets, a super-frame's segments and every
+ * retransmission afresh), or RoCEv2's BTH PSN per destination QP (where go-back-N's resends
+ * count too). A frame below the next expected number arrived out of order (RFC 4737's
+ * "reordered"). Other frames (UDP, whose IDs are 0 or shared) are not counted. */
+struct fabemu_lb_order_key {
+  __u32 saddr, daddr; /* network order */
+  __u32 ports;        /* TCP's ports as on the wire; RoCEv2: the destination QP */
+  __u32 proto;        /* IPPROTO_TCP, or FABEMU_LB_ORDER_ROCE */
+};
+#define FABEMU_LB_ORDER_ROCE 0x100U
+struct fabemu_lb_order {
+  __u64 frames;    /* arrived (a super-frame counts its frames) */
+  __u64 reordered; /* ... below the next expected number */
+  __u32 next;      /* the sequence number expected next */
+  __u32 pad;
 };
 
 #endif /* FABEMU_EBPF_LOAD_BALANCE_H_ */

@@ -33,6 +33,33 @@ std::string duration_text(const LabModel& m, double wall_s) {
          " of the real fabric (" + wall + " of wall clock)";
 }
 
+// The flows' order at their last hop, the balancers' path changes and TCP's reaction.
+void print_order(const StepOrder& o) {
+  auto pct = [](uint64_t part, uint64_t of) { return of ? 100.0 * part / of : 0.0; };
+  std::printf("  order: %llu of %llu frames out of order (%.2f%%) in %llu of %llu flows",
+              static_cast<unsigned long long>(o.reordered),
+              static_cast<unsigned long long>(o.frames), pct(o.reordered, o.frames),
+              static_cast<unsigned long long>(o.flows_reordered),
+              static_cast<unsigned long long>(o.flows));
+  if (!o.worst.empty())
+    std::printf(", worst %s (%.2f%%)", o.worst[0].flow.c_str(),
+                pct(o.worst[0].reordered, o.worst[0].frames));
+  std::printf("; %llu path changes", static_cast<unsigned long long>(o.moves));
+  if (o.down_skips || o.no_member)
+    std::printf(", %llu frames around a down member, %llu with every member down",
+                static_cast<unsigned long long>(o.down_skips),
+                static_cast<unsigned long long>(o.no_member));
+  std::printf("\n");
+  if (o.tcp.out_segs)
+    std::printf(
+        "  TCP: %llu of %llu segments retransmitted, %llu reorderings detected, %llu "
+        "DSACKs\n",
+        static_cast<unsigned long long>(o.tcp.retrans_segs),
+        static_cast<unsigned long long>(o.tcp.out_segs),
+        static_cast<unsigned long long>(o.tcp.reorder_seen),
+        static_cast<unsigned long long>(o.tcp.dsacks));
+}
+
 }  // namespace
 
 void print_step(const LabModel& m, const StepReport& s) {
@@ -55,6 +82,7 @@ void print_step(const LabModel& m, const StepReport& s) {
           "  ECMP groups: worst %s, busiest member %.2f x the mean; mean Jain %.3f over %d "
           "groups\n",
           worst->name.c_str(), worst->max_over_mean, jain / carried, carried);
+    if (s.order) print_order(*s.order);
   } else {
     std::printf("%s: FAILED after %s: %s\n", s.title.c_str(),
                 duration_text(m, s.wall_seconds).c_str(), s.failure.c_str());

@@ -57,8 +57,12 @@ std::vector<BalanceSwitch> balance_switches(const LabModel& m, const LabPaths& p
     // What the FIB holds more specifically than a group goes to the FIB: the ports' own
     // subnets, the loopback, single next hops.
     constexpr uint32_t kFib = BalanceSwitch::kNoGroup;
-    for (int l : t.links_of(node))
-      b.routes.push_back({Prefix{Ipv4{m.addresses.address_of(t, l, node).v & ~1u}, 31}, kFib});
+    // A host's port is the last hop of the frames to it: their order is counted there.
+    for (int l : t.links_of(node)) {
+      const bool host = t.nodes[t.links[l].peer(node).node].role == Role::Host;
+      b.routes.push_back({Prefix{Ipv4{m.addresses.address_of(t, l, node).v & ~1u}, 31},
+                          host ? BalanceSwitch::kLastHop : kFib});
+    }
     if (m.addresses.loopback[id]) b.routes.push_back({Prefix{*m.addresses.loopback[id], 32}, kFib});
     for (const Route& r : (*routes)[id]) {
       if (r.nexthops.size() < 2) {

@@ -250,9 +250,12 @@ struct BalanceSwitch {
   std::vector<Group> groups;
   struct Route {
     Prefix dst;
-    uint32_t group = 0;  // kNoGroup: the kernel's FIB (a more specific route than a group's)
+    // kNoGroup: the kernel's FIB (a more specific route than a group's); kLastHop: the FIB
+    // too, to a host of this switch, where the order of each flow's frames is counted.
+    uint32_t group = 0;
   };
   static constexpr uint32_t kNoGroup = 0xffffffffu;
+  static constexpr uint32_t kLastHop = 0xfffffffeu;
   std::vector<Route> routes;
 };
 

@@ -268,6 +268,42 @@ std::string group_charts(const LabModel& m, const RunReport& r) {
   return h;
 }
 
+// Per traffic step where switches balance in eBPF: the worst ECMP group, the frames that reached
+// their last hop out of order, the balancers' path changes and TCP's reaction.
+std::string order_table(const RunReport& r) {
+  std::string rows;
+  auto pct = [](uint64_t part, uint64_t of) { return fixed(of ? 100.0 * part / of : 0.0, 2); };
+  for (const StepReport& s : r.steps) {
+    if (!s.order) continue;
+    const StepOrder& o = *s.order;
+    const GroupBalance* worst = nullptr;
+    for (const GroupBalance& g : s.groups)
+      if (g.bytes && (!worst || g.max_over_mean > worst->max_over_mean)) worst = &g;
+    rows += "<tr><td>" + xml_escape(s.title) + "</td><td>" +
+            (worst ? fixed(worst->max_over_mean, 2) + " (" + xml_escape(worst->name) + ")"
+                   : std::string("-")) +
+            "</td><td>" + std::to_string(o.reordered) + " of " + std::to_string(o.frames) + " (" +
+            pct(o.reordered, o.frames) + "%)</td><td>" + std::to_string(o.flows_reordered) +
+            " of " + std::to_string(o.flows) + "</td><td>" +
+            (o.worst.empty() ? std::string("-")
+                             : xml_escape(o.worst[0].flow) + " (" +
+                                   pct(o.worst[0].reordered, o.worst[0].frames) + "%)") +
+            "</td><td>" + std::to_string(o.moves) + "</td><td>" +
+            std::to_string(o.tcp.retrans_segs) + " of " + std::to_string(o.tcp.out_segs) +
+            "</td><td>" + std::to_string(o.tcp.reorder_seen) + "</td><td>" +
+            std::to_string(o.tcp.dsacks) + "</td></tr>\n";
+  }
+  if (rows.empty()) return "";
+  return "<h2>Spreading and order</h2>\n<p class=\"note\">Per step: the worst ECMP group "
+         "(busiest member over the mean), the frames that reached their last hop below their "
+         "flow's next sequence number (TCP by IP ID, RoCEv2 by PSN), the balancers' path changes, "
+         "and the hosts' TCP segments retransmitted, reorderings detected and DSACKs "
+         "received.</p>\n<table id=\"order\"><tr><th>step</th><th>worst group</th><th>frames out "
+         "of order</th><th>flows reordered</th><th>worst flow</th><th>path changes</th><th>TCP "
+         "retransmitted</th><th>reorderings seen</th><th>DSACKs</th></tr>\n" +
+         rows + "</table>\n";
+}
+
 // Per collective step and size, how the ranks' times spread (each rank's mean iteration) and
 // which host the slowest ran on: the time column is the slowest rank's.
 std::string rank_table(const LabModel& m, const RunReport& r) {
@@ -394,6 +430,7 @@ std::string report_html(const LabModel& m, const RunReport& r) {
   const auto [rate, drops, pauses] = link_charts(m, r);
   h += "<h2>Links</h2>\n" + link_table(m, r) + rate + sampler_note(m, r) + drops + pauses;
   h += group_charts(m, r);
+  h += order_table(r);
   if (!r.expectations.empty()) {
     h += "<h2>Expectations</h2>\n<table id=\"expect\">\n";
     for (const ExpectResult& e : r.expectations)

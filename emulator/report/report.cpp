@@ -266,6 +266,12 @@ std::vector<Json> report_records(const LabModel& m, const RunReport& r) {
       j.update(group_json(t, r.steps[i].groups[k]));
       line(std::move(j));
     }
+  for (size_t i = 0; i < r.steps.size(); ++i)
+    if (const auto& o = r.steps[i].order) {
+      Json j = {{"type", "order"}, {"step", i}};
+      j.update(order_json(*o));
+      line(std::move(j));
+    }
   for (const TelemetrySample& s : r.samples) line(sample_record(t, s));
   for (const ExpectResult& e : r.expectations)
     line({{"type", "expect"}, {"what", e.what}, {"ok", e.ok}});

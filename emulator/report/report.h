@@ -10,6 +10,7 @@
 #include "plan/plan.h"
 #include "results/ecmp_groups.h"
 #include "results/faults.h"
+#include "results/order.h"
 #include "results/telemetry.h"
 #include "results/workload.h"
 #include "util/json.h"
@@ -34,6 +35,9 @@ struct StepReport {
   // The ECMP groups' balance over this step alone (collective and traffic steps), busiest
   // first: how the mode in force spread it.
   std::vector<GroupBalance> groups;
+  // Where switches balance in eBPF: the flows' order at their last hop, the balancers' path
+  // changes and the hosts' TCP reaction, over this step.
+  std::optional<StepOrder> order;
 };
 
 struct ExpectResult {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "results/order.h"
 #include "results/telemetry.h"
 #include "shaping/link_shaper.h"
 
@@ -38,6 +39,9 @@ class TelemetrySampler {
   std::vector<TelemetrySample> samples() const;
   // A sample read now, on the calling thread, and not kept: the bounds of one step.
   TelemetrySample mark();
+  // The balancers' flow order and path changes and the local hosts' TCP counters, read now on
+  // the calling thread (runtime/flow_order.cpp).
+  OrderSnapshot order();
   std::string error() const;  // the first failure to read, if any (sampling goes on)
   // The most a read of one shaped direction can miss of what the link serialized: a frame on
   // each CPU still being counted (PortSnapshot); 0 without the link model's maps.

@@ -41,12 +41,16 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
   bool ok = true;
   // Each traffic step's ECMP groups, where the lab has any: how the mode in force spread it.
   const bool groups = !ecmp_groups(m).empty();
+  // Where switches balance in eBPF: the flows' order at their last hop and TCP's reaction.
+  const bool balanced = !balance_switches(m, paths).empty();
   for (size_t i = 0; i < m.scenario.workload.size(); ++i) {
     const WorkloadStep& w = m.scenario.workload[i];
     const bool traffic = groups && !std::holds_alternative<LinksStep>(w.step) &&
                          !std::holds_alternative<LoadBalanceStep>(w.step);
     std::optional<TelemetrySample> before;
+    std::optional<OrderSnapshot> order_before;
     if (traffic) before = telemetry.mark();
+    if (traffic && balanced) order_before = telemetry.order();
     const double start = seconds_since(t0);
     const StepResult r = run_step(m, paths, i, wo);
     const TimeScale& t = m.time_scale;
@@ -58,6 +62,7 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
       const TelemetrySample after = telemetry.mark();
       s.groups = group_balances(m, [&](size_t d) { return growth(*before, after, d); });
     }
+    if (order_before) s.order = order_growth(*order_before, telemetry.order());
     if (const auto* c = std::get_if<CollectiveStep>(&m.scenario.workload[i].step)) {
       s.collective = c->collective;
       s.library = c->library;

@@ -72,7 +72,8 @@ Result<LinkShaper> LinkShaper::load(const ShaperOptions& options) {
          {skel->maps.fabemu_cfg, skel->maps.fabemu_state, skel->maps.fabemu_counters,
           skel->maps.fabemu_ports, skel->maps.fabemu_pfc_cfg, skel->maps.fabemu_pfc_state,
           skel->maps.fabemu_lb_ports, skel->maps.fabemu_lb_routes, skel->maps.fabemu_lb_groups,
-          skel->maps.fabemu_lb_seq, skel->maps.fabemu_lb_flows, skel->maps.fabemu_lb_counters}) {
+          skel->maps.fabemu_lb_seq, skel->maps.fabemu_lb_flows, skel->maps.fabemu_lb_counters,
+          skel->maps.fabemu_lb_order}) {
       std::string path = options.pin_dir + "/" + bpf_map__name(map);
       if (int err = bpf_map__set_pin_path(map, path.c_str()); err < 0)
         return make_error("setting the pin path " + path, -err);

@@ -58,6 +58,15 @@ struct BalanceCounters {
   uint64_t no_member = 0;   // every member down: the kernel's FIB had the frame
 };
 
+// One flow's order at its last hop, as the balancer counted it (ebpf/load_balance.h).
+struct FlowOrderCounters {
+  uint32_t saddr = 0, daddr = 0;  // host order
+  uint16_t sport = 0, dport = 0;  // TCP
+  uint32_t qp = 0;                // RoCEv2: the destination QP
+  bool roce = false;
+  uint64_t frames = 0, reordered = 0;
+};
+
 // A port somebody attached to, as recorded in the ports map.
 struct ShapedPort {
   uint32_t ifindex = 0;
@@ -138,6 +147,11 @@ class LinkShaper {
   Result<void> rebalance(const BalanceSwitch& b);
   // A group's counters; empty when the lab has no such group.
   Result<std::optional<BalanceCounters>> balance_counters(uint32_t group) const;
+  // Every group's moves, down skips and frames without a member, summed (the lab's groups are
+  // numbered from 0); `members` stays 0.
+  Result<BalanceCounters> balance_totals() const;
+  // Every flow the balancers saw at its last hop (the most recent FABEMU_LB_MAX_ORDER_FLOWS).
+  Result<std::vector<FlowOrderCounters>> flow_order() const;
   // The balancer, for BPF_PROG_TEST_RUN.
   int balance_prog_fd() const;
 

@@ -133,4 +133,42 @@ Result<std::optional<BalanceCounters>> LinkShaper::balance_counters(uint32_t gro
   return std::optional<BalanceCounters>{sum};
 }
 
+Result<BalanceCounters> LinkShaper::balance_totals() const {
+  BalanceCounters sum;
+  for (uint32_t g = 0; g < FABEMU_LB_MAX_GROUPS; ++g) {
+    auto c = balance_counters(g);
+    if (!c) return c.error();
+    if (!*c) break;
+    sum.moves += (*c)->moves;
+    sum.down_skips += (*c)->down_skips;
+    sum.no_member += (*c)->no_member;
+  }
+  return sum;
+}
+
+Result<std::vector<FlowOrderCounters>> LinkShaper::flow_order() const {
+  const int fd = bpf_map__fd(skel_->maps.fabemu_lb_order);
+  std::vector<FlowOrderCounters> out;
+  fabemu_lb_order_key key{}, next{};
+  for (void* at = nullptr; bpf_map_get_next_key(fd, at, &next) == 0; at = &key) {
+    key = next;
+    fabemu_lb_order o{};
+    if (bpf_map_lookup_elem(fd, &key, &o) < 0) continue;  // evicted meanwhile (LRU)
+    FlowOrderCounters f;
+    f.saddr = ntohl(key.saddr);
+    f.daddr = ntohl(key.daddr);
+    f.roce = key.proto == FABEMU_LB_ORDER_ROCE;
+    if (f.roce) {
+      f.qp = ntohl(key.ports);
+    } else {
+      f.sport = ntohs(static_cast<uint16_t>(key.ports & 0xffff));
+      f.dport = ntohs(static_cast<uint16_t>(key.ports >> 16));
+    }
+    f.frames = o.frames;
+    f.reordered = o.reordered;
+    out.push_back(f);
+  }
+  return out;
+}
+
 }  // namespace fabemu

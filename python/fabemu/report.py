@@ -52,6 +52,9 @@ class Step:
     flows: List[Flow] = field(default_factory=list)
     # The busiest ECMP groups over this step alone, as Report.ecmp_groups (docs/json.md).
     ecmp_groups: List[Dict[str, Any]] = field(default_factory=list, repr=False)
+    # Where switches balance in eBPF: the flows' order at their last hop, path changes and the
+    # hosts' TCP counters over this step (report.jsonl's order record; docs/json.md).
+    order: Optional[Dict[str, Any]] = field(default=None, repr=False)
 
     def busbw_gbps(self, size: Optional[int] = None) -> float:
         """The busbw at `size` (the largest size when None), GB/s."""
@@ -141,6 +144,8 @@ def read_report(directory: Union[str, Path], exit_code: int = 0, output: str = "
                 expectations.append(Expectation(**fields_of(Expectation, j)))
             elif kind == "sample":
                 samples.append(j)
+            elif kind == "order":
+                steps[j["step"]].order = j
             elif kind == "ecmp_group" and "step" in j:
                 steps[j["step"]].ecmp_groups.append(j)
             elif kind == "ecmp_group":

@@ -1,7 +1,7 @@
 // fabric.load_balance in whole labs (docs/load-balancing.md): the eBPF balancer at the switches'
 // ingress spreads one TCP flow over every spine (spray), stops using a member whose link is down
 // at once (spray, flowlet, adaptive) where static ECMP keeps hashing onto it, and a bad mode
-// exits 2 naming the key.
+// exits 2 naming the key; spraying reorders frames, and the report counts them.
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -128,6 +128,49 @@ TEST_F(LoadBalanceTest, BalancedModesStopUsingADownMemberAtOnce) {
     EXPECT_EQ(got, 200u);
     EXPECT_EQ(down_drops(st, "leaf1>spine1"), 0u);
   }
+}
+
+// The same two TCP flows from leaf1 to leaf2 under static ECMP and then sprayed, over spines
+// whose paths differ (spine1's link down to leaf2 is 100 Mbit/s: its queue holds what it is
+// given; a delay would do too, but a kernel without fq adds none): ECMP keeps each flow on one
+// path, so its frames reach their last hop in order; spraying sends every frame another way, so
+// frames arrive out of order, and the report says how many and what TCP made of it.
+TEST_F(LoadBalanceTest, SprayingReordersAndTheReportCountsIt) {
+  TempScenario sc(
+      "name: lbo\nseed: 5\n"
+      "topology: {kind: leaf-spine, leaves: 2, spines: 4, hosts_per_leaf: 2}\n"
+      "fabric: {load_balance: ecmp}\n"
+      "links:\n  default: {rate: 1gbit}\n"
+      "  overrides: [{link: \"spine1>leaf2\", rate: 100mbit}]\n"
+      "rdma: {enabled: off}\n"
+      "workload:\n"
+      "  - {traffic: {flows: [[h1, h3], [h2, h4]], transport: tcp, duration: 1s}}\n"
+      "  - load_balance: spray\n"
+      "  - {traffic: {flows: [[h1, h3], [h2, h4]], transport: tcp, duration: 1s}}\n");
+  const std::string name = lab_name("lo");
+  LabGuard lab(name);
+  TempScenario report("");  // a directory for the report, gone with the test
+  const std::string dir = report.path() + ".d";
+  Outcome o = fabemu({"run", sc.path(), "--lab", name, "--accept-degraded", "--report", dir},
+                     std::chrono::seconds(240));
+  ASSERT_EQ(o.status, 0) << o;
+  std::map<int, nlohmann::json> order;
+  for (const nlohmann::json& j : records_of(report_json(dir), "order"))
+    order[j["step"].get<int>()] = j;
+  ASSERT_EQ(order.size(), 2u) << "an order record for each traffic step";
+  for (const auto& [step, j] : order) std::printf("step %d: %s\n", step, j.dump().c_str());
+  const auto& ecmp = order[0];
+  const auto& spray = order[2];
+  EXPECT_GT(ecmp["frames"].get<uint64_t>(), 1000u);
+  EXPECT_EQ(ecmp["reordered"].get<uint64_t>(), 0u) << "a hashed flow keeps one path";
+  EXPECT_GT(spray["frames"].get<uint64_t>(), 1000u);
+  EXPECT_GT(spray["reordered"].get<uint64_t>(), 0u) << "sprayed frames over unequal paths";
+  EXPECT_GT(spray["moves"].get<uint64_t>(), 0u);
+  EXPECT_GT(spray["tcp"]["out_segs"].get<uint64_t>(), 0u);
+  ASSERT_FALSE(spray["worst"].empty());
+  const std::string worst = spray["worst"][0]["flow"];
+  EXPECT_TRUE(worst.rfind("h1:", 0) == 0 || worst.rfind("h2:", 0) == 0) << worst;
+  EXPECT_NE(o.out.find("frames out of order"), std::string::npos) << o;
 }
 
 TEST_F(LoadBalanceTest, AnUnknownModeOrOneOvsCannotDoExitsTwoNamingTheKey) {
