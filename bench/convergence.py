@@ -3,10 +3,15 @@
 stream (bench/udp_probe.py: one packet every 1 ms over 16 source ports, so that ECMP puts some
 flows on each spine) runs from h1 to h2 of a 2-leaf, 2-spine fabric; `leaf1:spine1` goes down
 in the middle. Modes: static (the fault player installs the converged routes at once), BGP with
-BFD at three timer settings, and BGP without BFD (its hold timer, FRR's datacenter 9 s).
+BFD at three timer settings, and BGP without BFD (its hold timer, FRR's datacenter 9 s); and
+with no routing protocol at all (the fault's `reroute: false`): static ECMP (blackholed to the
+end) and fabemu's eBPF balancer (`fabric.load_balance`: adaptive, spray, flowlet), whose
+switches stop using a member whose link is down at once. --link spine1:leaf2 fails a link the
+sender's leaf is not on: the balancer's choice is local, so only a routing protocol helps there.
 For each mode, the median over --runs runs of: packets lost, the longest outage any flow saw,
 when the FIBs changed after the fault (BGP), and the outage less BFD's detection time.
-    sudo /usr/bin/python3 bench/convergence.py [--runs 3] [--modes static,bfd-100ms]"""
+    sudo /usr/bin/python3 bench/convergence.py [--runs 3] [--modes static,bfd-100ms]
+        [--link leaf1:spine1] [--spacing 0.001]"""
 import argparse
 import json
 import shutil
@@ -19,9 +24,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 FABEMU = REPO / "build" / "emulator" / "fabemu"
 
-# mode -> (fabric line, seconds of probe, BFD detection time in s or None)
+# mode -> (fabric line, seconds of probe, BFD detection time in s or None, the fault reroutes)
 MODES = {
     "static": ("fabric: {routing: static}", 4, None),
+    "static-no-reroute": ("fabric: {routing: static}", 4, None, False),
+    "adaptive": ("fabric: {routing: static, load_balance: adaptive}", 4, None, False),
+    "spray": ("fabric: {routing: static, load_balance: spray}", 4, None, False),
+    "flowlet": ("fabric: {routing: static, load_balance: {flowlet: {gap: 50us}}}", 4, None, False),
+    # BGP + BFD with the balancer, whose groups follow the routers' FIBs.
+    "bfd-100ms-adaptive": ("fabric: {routing: bgp, bfd: {interval: 100ms, multiplier: 3}, "
+                           "load_balance: adaptive}", 4, 0.3),
     "bfd-300ms": ("fabric: {routing: bgp, bfd: {interval: 300ms, multiplier: 3}}", 5, 0.9),
     "bfd-100ms": ("fabric: {routing: bgp, bfd: {interval: 100ms, multiplier: 3}}", 4, 0.3),
     "bfd-50ms": ("fabric: {routing: bgp, bfd: {interval: 50ms, multiplier: 3}}", 4, 0.15),
@@ -30,8 +42,9 @@ MODES = {
 FAULT_AT = 1.5
 
 
-def scenario(mode, out, seconds):
+def scenario(mode, out, seconds, link, spacing):
     fabric = MODES[mode][0]
+    reroute = "" if len(MODES[mode]) < 4 or MODES[mode][3] else ", reroute: false"
     probe = REPO / "bench" / "udp_probe.py"
     return f"""name: conv
 topology: {{kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 1}}
@@ -39,17 +52,17 @@ topology: {{kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 1}}
 rdma: {{enabled: off}}
 workload:
   - exec: {{hosts: [h1, h2], command: [/usr/bin/python3, {probe}, --to, h2, --out, {out},
-           --seconds, "{seconds}"], timeout: 120s}}
+           --seconds, "{seconds}", --spacing, "{spacing}"], timeout: 120s}}
 faults:
-  - {{at: {int(FAULT_AT * 1000)}ms, link: "leaf1:spine1", down: true}}
+  - {{at: {int(FAULT_AT * 1000)}ms, link: "{link}", down: true{reroute}}}
 """
 
 
-def one_run(mode, work):
+def one_run(mode, work, link, spacing):
     out = work / f"probe-{mode}.json"
     out.unlink(missing_ok=True)
     sc = work / f"{mode}.yaml"
-    sc.write_text(scenario(mode, out, MODES[mode][1]))
+    sc.write_text(scenario(mode, out, MODES[mode][1], link, spacing))
     report = work / f"report-{mode}"
     shutil.rmtree(report, ignore_errors=True)
     p = subprocess.run([str(FABEMU), "run", str(sc), "--lab", "bconv", "--report", str(report),
@@ -66,7 +79,7 @@ def one_run(mode, work):
         if j.get("type") == "fault":
             fib_first, fib_last = j.get("fib_first_s"), j.get("fib_last_s")
     return {"lost": lost, "outage": outage, "fib_first": fib_first, "fib_last": fib_last,
-            "affected": sum(1 for f in flows if f["outage_s"] > 0.05)}
+            "affected": sum(1 for f in flows if (f["sent"] or 0) > f["received"])}
 
 
 def med(values):
@@ -78,20 +91,24 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--link", default="leaf1:spine1", help="the link that fails")
+    ap.add_argument("--spacing", type=float, default=0.001, help="s between probe packets")
     args = ap.parse_args()
     modes = args.modes.split(",")
     # Not under /tmp: every host has a /tmp of its own.
     work = Path(tempfile.mkdtemp(prefix="fabemu-conv-", dir=REPO / "build"))
-    print(f"probe: 1 packet/ms over 16 flows h1 -> h2; leaf1:spine1 down at {FAULT_AT} s; "
+    print(f"probe: 1 packet every {args.spacing * 1e3:g} ms over 16 flows h1 -> h2; {args.link} "
+          f"down at {FAULT_AT} s; "
           f"median of {args.runs} runs")
     print(f"{'MODE':<12} {'LOST':>6} {'OUTAGE':>9} {'FIB FIRST':>10} {'FIB LAST':>9} "
           f"{'DETECT':>7} {'OUTAGE-DETECT':>14} {'FLOWS HIT':>9}  RUNS (lost/outage ms)")
     try:
         for mode in modes:
-            runs = [one_run(mode, work) for _ in range(args.runs)]
+            runs = [one_run(mode, work, args.link, args.spacing) for _ in range(args.runs)]
             detect = MODES[mode][2]
             outage = med([r["outage"] for r in runs])
-            ms = lambda v: f"{v * 1e3:.0f} ms" if v is not None else "-"
+            ms = lambda v: ("-" if v is None else f"{v * 1e6:.0f} us" if abs(v) < 0.01
+                            else f"{v * 1e3:.0f} ms")
             print(f"{mode:<12} {med([r['lost'] for r in runs]):>6.0f} {ms(outage):>9} "
                   f"{ms(med([r['fib_first'] for r in runs])):>10} "
                   f"{ms(med([r['fib_last'] for r in runs])):>9} {ms(detect):>7} "

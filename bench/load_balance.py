@@ -38,8 +38,9 @@ MODES = {
     "spray": "load_balance: spray",
     "adaptive": "load_balance: adaptive",
     "adaptive-fl": "load_balance: {adaptive: {granularity: flowlet, gap: 50us}}",
-    # Static hashing in the balancer: ECMP's spread with the balancer's order and TCP counters.
-    "ecmp-ebpf": "load_balance: ecmp",
+    # Static hashing in the balancer (a load_balance step puts it on every switch; in the
+    # fabric, `ecmp` is the kernel's): ECMP's spread with the balancer's order and TCP counters.
+    "ecmp-ebpf": "ecmp_hash: l4",
 }
 
 
@@ -53,7 +54,7 @@ def scenario(mode, collective, size, time_scale, seed):
             "links:\n  default: {rate: 400gbit, queue: 2M, ecn_threshold: 400K}\n" +
             ("  leaf-spine: {rate: 1600gbit, queue: 8M, ecn_threshold: 1600K}\n" if one else "") +
             "rdma: {enabled: off}\n"
-            f"workload: [{{collective: {collective}, library: gloo, transport: tcp, "
+            f"workload: [{'{load_balance: ecmp}, ' if mode == 'ecmp-ebpf' else ''}{{collective: {collective}, library: gloo, transport: tcp, "
             f"sizes: [{size}], iterations: 3, timeout: 1800s"
             f"{', qps_per_peer: 4' if mode == 'ecmp-qp4' else ''}}}]\n")
 

@@ -161,6 +161,42 @@ Result<std::string> Rerouter::apply(const std::set<int>& next_failed) {
          " switches";
 }
 
+Result<size_t> balance_from_fibs(const LabModel& m, const LabPaths& paths) {
+  if (balance_switches(m, paths).empty()) return size_t{0};
+  const Topology& t = m.topo;
+  std::vector<std::vector<Route>> routes = m.routes;
+  for (int sw : t.switches()) {
+    if (!local_node(m, sw) || t.nodes[sw].role != Role::Switch) continue;
+    std::vector<RtnlSocket::KernelRoute> fib;
+    FABEMU_TRY(run_in_netns(node_netns_path(m, paths, sw), [&]() -> Result<void> {
+      auto sock = RtnlSocket::open();
+      if (!sock) return sock.error();
+      auto k = sock->gateway_routes();
+      if (!k) return k.error().context("reading " + t.nodes[sw].name + "'s FIB");
+      fib = std::move(*k);
+      return ok();
+    }));
+    // A gateway is the far end's address on one of the switch's links.
+    std::map<uint32_t, int> link_of;
+    for (int l : t.links_of(sw))
+      link_of[m.addresses.address_of(t, l, t.links[l].peer(sw).node).v] = l;
+    std::vector<Route> mine;
+    for (const auto& k : fib) {
+      Route r{k.dst, {}, {}};
+      for (Ipv4 gw : k.gateways)
+        if (auto it = link_of.find(gw.v); it != link_of.end())
+          r.nexthops.push_back({gw, it->second});
+      if (!r.nexthops.empty()) mine.push_back(std::move(r));
+    }
+    routes[sw] = std::move(mine);
+  }
+  const std::vector<BalanceSwitch> balanced = balance_switches(m, paths, &routes);
+  auto shaper = open_link_model(paths);
+  if (!shaper) return shaper.error().context("moving the balancers' groups to the FIBs");
+  for (const BalanceSwitch& b : balanced) FABEMU_TRY(shaper->rebalance(b));
+  return balanced.size();
+}
+
 Result<void> Rerouter::replace_bridge(int sw, const std::vector<Route>& routes) {
   if (!ovs_tools_) {
     auto tools = find_ovs_tools();

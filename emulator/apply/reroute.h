@@ -41,4 +41,9 @@ class Rerouter {
   int pool_ = -1;                      // the lab's address pool (OVS MACs carry it)
 };
 
+// A BGP lab's balancers (fabric.load_balance) follow the routers' FIBs: every local balanced
+// router's groups rebuilt from the multipath routes its kernel holds now, as FRR installed them
+// (a member BGP withdrew leaves its groups). Says how many switches' groups were written.
+Result<size_t> balance_from_fibs(const LabModel& m, const LabPaths& paths);
+
 }  // namespace fabemu

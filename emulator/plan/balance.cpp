@@ -36,6 +36,9 @@ std::string load_balance_name(const LoadBalance& lb) {
 std::vector<BalanceSwitch> balance_switches(const LabModel& m, const LabPaths& paths,
                                             const std::vector<std::vector<Route>>* routes,
                                             const FabricSpec* modes) {
+  // Routes given (after a reroute, from a FIB): a switch left without groups is returned too,
+  // so that writing it clears the groups it had.
+  const bool given = routes != nullptr;
   if (!routes) routes = &m.routes;
   std::vector<BalanceSwitch> out;
   const Topology& t = m.topo;
@@ -85,7 +88,7 @@ std::vector<BalanceSwitch> balance_switches(const LabModel& m, const LabPaths& p
       }
       b.routes.push_back({r.dst, it->second});
     }
-    if (local_node(m, node) && !b.groups.empty()) out.push_back(std::move(b));
+    if (local_node(m, node) && (given || !b.groups.empty())) out.push_back(std::move(b));
   }
   return out;
 }

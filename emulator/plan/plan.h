@@ -260,8 +260,8 @@ struct BalanceSwitch {
 };
 
 // This machine's switches that balance in eBPF (plan/balance.cpp), each with its groups, from
-// the model's routes or (after a reroute) `routes`, with the scenario's modes or (a workload
-// step's) `modes`.
+// the model's routes (switches with groups) or (after a reroute, from a FIB) `routes` (every
+// balancing switch, groups or none), with the scenario's modes or (a workload step's) `modes`.
 std::vector<BalanceSwitch> balance_switches(const LabModel& m, const LabPaths& paths,
                                             const std::vector<std::vector<Route>>* routes = nullptr,
                                             const FabricSpec* modes = nullptr);

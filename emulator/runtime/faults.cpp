@@ -8,6 +8,7 @@
 
 #include "apply/journal.h"
 #include "apply/link_control.h"
+#include "apply/reroute.h"
 #include "plan/switches.h"
 #include "runtime/host_faults.h"
 #include "util/units.h"
@@ -35,7 +36,16 @@ FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vect
              a.step.kind != K::Partition && a.step.kind != K::Heal;
   if (links) (void)dp_->open_link_model();
   if (links && switches_of(model).reroute() == Switches::Reroute::Protocol) {
-    if (auto w = FibWatcher::start(model, paths))
+    // Balancing routers' groups follow their FIBs as BGP changes them.
+    std::function<void()> follow;
+    if (!balance_switches(model, paths).empty())
+      follow = [this] {
+        if (auto r = balance_from_fibs(model_, paths_); !r) {
+          std::lock_guard lock(mu_);
+          if (balance_error_.empty()) balance_error_ = r.error().what();
+        }
+      };
+    if (auto w = FibWatcher::start(model, paths, std::move(follow)))
       fib_ = std::move(*w);
     else
       fib_error_ = w.error().what();
@@ -44,6 +54,7 @@ FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vect
 
 FaultPlayer::~FaultPlayer() {
   stop();
+  fib_.reset();  // its thread calls back into this object
 }
 
 void FaultPlayer::start(Clock::time_point t0) {
@@ -99,6 +110,11 @@ std::vector<AppliedFault> FaultPlayer::log() const {
     else
       a.detail += "; no FIB changed";
   }
+  std::lock_guard lock(mu_);
+  if (!balance_error_.empty())
+    for (AppliedFault& a : out)
+      if (a.done && a.step.link_step())
+        a.detail += "; the balancers could not follow the FIBs: " + balance_error_;
   return out;
 }
 

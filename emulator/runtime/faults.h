@@ -51,6 +51,7 @@ class FaultPlayer {
   std::unique_ptr<LabDatapath> dp_;
   std::unique_ptr<FibWatcher> fib_;  // routing: bgp
   std::string fib_error_;            // why there is no watcher
+  std::string balance_error_;        // why the balancers could not follow the FIBs (mu_)
   std::chrono::steady_clock::time_point t0_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;  // waits end early when the thread is asked to stop

@@ -10,8 +10,10 @@
 
 namespace fabemu {
 
-Result<std::unique_ptr<FibWatcher>> FibWatcher::start(const LabModel& m, const LabPaths& paths) {
+Result<std::unique_ptr<FibWatcher>> FibWatcher::start(const LabModel& m, const LabPaths& paths,
+                                                      std::function<void()> on_change) {
   std::unique_ptr<FibWatcher> w(new FibWatcher());
+  w->on_change_ = std::move(on_change);
   for (const BgpRouter& r : m.bgp) {
     if (!local_node(m, r.node)) continue;
     UniqueFd fd;
@@ -48,6 +50,7 @@ void FibWatcher::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
     const auto now = std::chrono::steady_clock::now();
+    bool changed = false;
     for (size_t i = 0; i < fds.size(); ++i) {
       if (!(fds[i].revents & POLLIN)) continue;
       int routes = 0;
@@ -65,8 +68,10 @@ void FibWatcher::run(std::stop_token stop) {
       if (routes) {
         std::lock_guard lock(mu_);
         changes_.push_back({now, sockets_[i].first, routes});
+        changed = true;
       }
     }
+    if (changed && on_change_) on_change_();
   }
 }
 

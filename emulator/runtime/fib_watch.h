@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <stop_token>
 #include <string>
@@ -25,7 +26,9 @@ struct FibChange {
 class FibWatcher {
  public:
   // Subscribes in every local BGP router's namespace; an error names the router it failed in.
-  static Result<std::unique_ptr<FibWatcher>> start(const LabModel& m, const LabPaths& paths);
+  // `on_change` (if any) is called on the watcher's thread after each round of changes read.
+  static Result<std::unique_ptr<FibWatcher>> start(const LabModel& m, const LabPaths& paths,
+                                                   std::function<void()> on_change = {});
   ~FibWatcher();
   std::vector<FibChange> changes() const;
 
@@ -35,6 +38,7 @@ class FibWatcher {
   std::vector<std::pair<int, UniqueFd>> sockets_;  // node, socket
   mutable std::mutex mu_;
   std::vector<FibChange> changes_;
+  std::function<void()> on_change_;
   std::jthread thread_;
 };
 

@@ -216,7 +216,7 @@ StepResult run_load_balance_step(const LabModel& m, const LabPaths& paths, size_
   size_t switches = 0, groups = 0;
   for (const BalanceSwitch& b : balance_switches(m, paths, &*routes, &modes)) {
     if (auto done = maps->rebalance(b); !done) return fail(done.error());
-    ++switches;
+    switches += !b.groups.empty();
     groups += b.groups.size();
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -90,6 +90,10 @@ def fake(tmp_path, monkeypatch):
                "routes": 1, "bytes": 30, "max_over_mean": 1.0, "jain": 1.0,
                "members": [{{"direction": "leaf1>spine1", "bytes": 15, "frames": 1}},
                            {{"direction": "leaf1>spine2", "bytes": 15, "frames": 1}}]}},
+              {{"type": "order", "step": 0, "flows": 2, "flows_reordered": 1, "frames": 90,
+               "reordered": 9, "worst": [{{"flow": "h1:40000>h2:5201", "frames": 45,
+               "reordered": 9}}], "moves": 80, "down_skips": 0, "no_member": 0,
+               "tcp": {{"out_segs": 100, "retrans_segs": 2, "reorder_seen": 1, "dsacks": 1}}}},
               {{"type": "expect", "what": "completes", "ok": "fail" not in args[1]}}]
             open(out + "/report.jsonl", "w").write("".join(json.dumps(l) + "\\n" for l in lines))
             sys.exit(1 if "fail" in args[1] else 0)
@@ -185,6 +189,7 @@ def test_run_reads_the_report(fake, tmp_path):
     assert s.flows[0].src == "h2" and s.flows[0].stalled_s == 0.001
     assert r.ecmp_groups[0]["switch"] == "leaf1" and r.ecmp_groups[0]["max_over_mean"] == 1.33
     assert len(r.ecmp_groups) == 1 and s.ecmp_groups[0]["max_over_mean"] == 1.0
+    assert s.order["reordered"] == 9 and s.order["tcp"]["retrans_segs"] == 2
     with pytest.raises(fabemu.FabemuError) as e:
         fabemu.run("fail.yaml", report_dir=tmp_path)
     assert e.value.exit_code == 1 and not e.value.report.expectations[0].ok

@@ -141,5 +141,38 @@ faults:
   EXPECT_GT(std::stoi(m[1]), 100) << o;
 }
 
+// A balancing lab under BGP: leaf1 sprays over both spines, and spine1 loses its link to leaf2,
+// which leaf1 cannot see (its own links stay up). BGP withdraws spine1's route to leaf2, and
+// leaf1's balancer follows its FIB: from then on every echo goes over spine2. Were the groups
+// still the plan's, every second echo would go to spine1 and be lost to the end.
+TEST_F(BgpTest, ABalancingLeafFollowsItsFibWhenBgpWithdrawsAFarFailure) {
+  const std::string lab = lab_name("bl");
+  LabGuard guard(lab);
+  TempScenario sc(R"(name: bgpl
+topology: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 1}
+fabric: {routing: bgp, bfd: {interval: 50ms, multiplier: 3}, load_balance: spray}
+rdma: {enabled: off}
+workload:
+  - exec: {hosts: [h1], command: [ping, -c, "400", -i, "0.01", -q, h2], timeout: 60s}
+faults:
+  - {at: 500ms, link: "spine1:leaf2", down: true}
+)");
+  char dir[] = "/tmp/fabemu-bgp-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  Outcome o = fabemu({"run", sc.path(), "--lab", lab, "--report", dir}, 180s);
+  const Json report = report_json(dir);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  ASSERT_EQ(o.status, 0) << o;
+  const Json down = fault_record(report, "spine1:leaf2 down");
+  ASSERT_TRUE(down.is_object()) << o;
+  EXPECT_EQ(down["detail"].get<std::string>().find("could not follow"), std::string::npos) << down;
+  // Lost: half the echoes from the failure until BGP moved leaf1's routes (150 ms of BFD and
+  // BGP's update: ~20 of 400), none after.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.out, m, std::regex(R"((\d+) received)"))) << o;
+  EXPECT_GT(std::stoi(m[1]), 340) << o;
+}
+
 }  // namespace
 }  // namespace fabemu::itest
