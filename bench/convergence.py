@@ -8,7 +8,9 @@ with no routing protocol at all (the fault's `reroute: false`): static ECMP (bla
 end) and fabemu's eBPF balancer (`fabric.load_balance`: adaptive, spray, flowlet), whose
 switches stop using a member whose link is down at once. --link spine1:leaf2 fails a link the
 sender's leaf is not on: the balancer's choice is local, so only a routing protocol helps there.
-For each mode, the median over --runs runs of: packets lost, the longest outage any flow saw,
+For each mode, the median over --runs runs of: packets lost, the longest outage any flow saw
+between two arrivals, the worst flow's lost time (its losses x its spacing: a blackhole to the
+end included),
 when the FIBs changed after the fault (BGP), and the outage less BFD's detection time.
     sudo /usr/bin/python3 bench/convergence.py [--runs 3] [--modes static,bfd-100ms]
         [--link leaf1:spine1] [--spacing 0.001]"""
@@ -72,13 +74,16 @@ def one_run(mode, work, link, spacing):
     probe = json.loads(out.read_text())
     flows = probe["flows"]
     lost = sum((f["sent"] or 0) - f["received"] for f in flows)
+    # The time the worst flow's packets went nowhere: its losses times its own spacing (a
+    # blackhole to the end has no last gap between arrivals, but it has losses).
+    lost_time = max(((f["sent"] or 0) - f["received"]) * spacing * len(flows) for f in flows)
     outage = max(f["outage_s"] for f in flows)
     fib_first = fib_last = None
     for line in (report / "report.jsonl").read_text().splitlines():
         j = json.loads(line)
         if j.get("type") == "fault":
             fib_first, fib_last = j.get("fib_first_s"), j.get("fib_last_s")
-    return {"lost": lost, "outage": outage, "fib_first": fib_first, "fib_last": fib_last,
+    return {"lost": lost, "outage": outage, "lost_time": lost_time, "fib_first": fib_first, "fib_last": fib_last,
             "affected": sum(1 for f in flows if (f["sent"] or 0) > f["received"])}
 
 
@@ -101,7 +106,8 @@ def main():
           f"down at {FAULT_AT} s; "
           f"median of {args.runs} runs")
     print(f"{'MODE':<12} {'LOST':>6} {'OUTAGE':>9} {'FIB FIRST':>10} {'FIB LAST':>9} "
-          f"{'DETECT':>7} {'OUTAGE-DETECT':>14} {'FLOWS HIT':>9}  RUNS (lost/outage ms)")
+          f"{'DETECT':>7} {'OUTAGE-DETECT':>14} {'FLOWS HIT':>9} {'LOST TIME':>9}  "
+          "RUNS (lost/outage ms)")
     try:
         for mode in modes:
             runs = [one_run(mode, work, args.link, args.spacing) for _ in range(args.runs)]
@@ -113,7 +119,8 @@ def main():
                   f"{ms(med([r['fib_first'] for r in runs])):>10} "
                   f"{ms(med([r['fib_last'] for r in runs])):>9} {ms(detect):>7} "
                   f"{ms(outage - detect if detect is not None else None):>14} "
-                  f"{med([r['affected'] for r in runs]):>9.0f}  "
+                  f"{med([r['affected'] for r in runs]):>9.0f} "
+                  f"{ms(med([r['lost_time'] for r in runs])):>9}  "
                   + " ".join(f"{r['lost']}/{r['outage'] * 1e3:.0f}" for r in runs))
             sys.stdout.flush()
     finally:

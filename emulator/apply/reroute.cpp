@@ -161,7 +161,7 @@ Result<std::string> Rerouter::apply(const std::set<int>& next_failed) {
          " switches";
 }
 
-Result<size_t> balance_from_fibs(const LabModel& m, const LabPaths& paths) {
+Result<size_t> balance_from_fibs(const LabModel& m, const LabPaths& paths, LinkShaper& maps) {
   if (balance_switches(m, paths).empty()) return size_t{0};
   const Topology& t = m.topo;
   std::vector<std::vector<Route>> routes = m.routes;
@@ -191,9 +191,7 @@ Result<size_t> balance_from_fibs(const LabModel& m, const LabPaths& paths) {
     routes[sw] = std::move(mine);
   }
   const std::vector<BalanceSwitch> balanced = balance_switches(m, paths, &routes);
-  auto shaper = open_link_model(paths);
-  if (!shaper) return shaper.error().context("moving the balancers' groups to the FIBs");
-  for (const BalanceSwitch& b : balanced) FABEMU_TRY(shaper->rebalance(b));
+  for (const BalanceSwitch& b : balanced) FABEMU_TRY(maps.rebalance(b));
   return balanced.size();
 }
 

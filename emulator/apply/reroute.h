@@ -11,6 +11,7 @@
 #include "apply/ovs.h"
 #include "model/lab_model.h"
 #include "plan/lab_paths.h"
+#include "shaping/link_shaper.h"
 #include "util/result.h"
 
 namespace fabemu {
@@ -43,7 +44,8 @@ class Rerouter {
 
 // A BGP lab's balancers (fabric.load_balance) follow the routers' FIBs: every local balanced
 // router's groups rebuilt from the multipath routes its kernel holds now, as FRR installed them
-// (a member BGP withdrew leaves its groups). Says how many switches' groups were written.
-Result<size_t> balance_from_fibs(const LabModel& m, const LabPaths& paths);
+// (a member BGP withdrew leaves its groups), in the lab's maps `maps`. Says how many
+// switches' groups were written.
+Result<size_t> balance_from_fibs(const LabModel& m, const LabPaths& paths, LinkShaper& maps);
 
 }  // namespace fabemu

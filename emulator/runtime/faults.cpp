@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "apply/journal.h"
 #include "apply/link_control.h"
@@ -38,13 +39,20 @@ FaultPlayer::FaultPlayer(const LabModel& model, const LabPaths& paths, std::vect
   if (links && switches_of(model).reroute() == Switches::Reroute::Protocol) {
     // Balancing routers' groups follow their FIBs as BGP changes them.
     std::function<void()> follow;
-    if (!balance_switches(model, paths).empty())
-      follow = [this] {
-        if (auto r = balance_from_fibs(model_, paths_); !r) {
-          std::lock_guard lock(mu_);
-          if (balance_error_.empty()) balance_error_ = r.error().what();
-        }
-      };
+    // The maps opened here, once: loading them verifies the program, which would take longer
+    // than BGP's own update.
+    if (!balance_switches(model, paths).empty()) {
+      if (auto maps = open_link_model(paths)) {
+        follow = [this, shared = std::make_shared<LinkShaper>(std::move(*maps))] {
+          if (auto r = balance_from_fibs(model_, paths_, *shared); !r) {
+            std::lock_guard lock(mu_);
+            if (balance_error_.empty()) balance_error_ = r.error().what();
+          }
+        };
+      } else {
+        balance_error_ = maps.error().what();
+      }
+    }
     if (auto w = FibWatcher::start(model, paths, std::move(follow)))
       fib_ = std::move(*w);
     else
