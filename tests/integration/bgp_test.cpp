@@ -5,6 +5,9 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -36,6 +39,28 @@ class BgpTest : public LabTest {
     if (IsSkipped()) return;
     if (::access("/usr/lib/frr/bgpd", X_OK) != 0)
       GTEST_SKIP() << "FRR is not installed (scripts/install-deps installs it)";
+  }
+
+  // `fabemu run` of `sc` in `lab`: its outcome, and its report.jsonl as text and records (the
+  // report's directory is gone afterwards).
+  struct Run {
+    Outcome o;
+    std::string jsonl;
+    Json report;
+  };
+  static Run run_scenario(const TempScenario& sc, const std::string& lab) {
+    char dir[] = "/tmp/fabemu-bgp-XXXXXX";
+    Run r;
+    if (!::mkdtemp(dir)) {
+      ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
+      return r;
+    }
+    r.o = fabemu({"run", sc.path(), "--lab", lab, "--report", dir}, std::chrono::seconds(180));
+    r.jsonl = read_text(std::string(dir) + "/report.jsonl");
+    r.report = report_json(dir);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    return r;
   }
 };
 
@@ -104,13 +129,7 @@ faults:
   - {at: 2s, link: "spine1:leaf2", up: true}
   - {at: 2500ms, link: "spine2:leaf2", down: true}
 )");
-  char dir[] = "/tmp/fabemu-bgp-XXXXXX";
-  ASSERT_TRUE(::mkdtemp(dir));
-  Outcome o = fabemu({"run", sc.path(), "--lab", lab, "--report", dir}, 180s);
-  const std::string jsonl = read_text(std::string(dir) + "/report.jsonl");
-  const Json report = report_json(dir);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  const auto [o, jsonl, report] = run_scenario(sc, lab);
   ASSERT_EQ(o.status, 0) << o;
   // The first failure was played, and BGP (not fabemu) moved the routes: FIBs changed after it.
   const Json down = fault_record(report, "spine1:leaf2 down");
@@ -157,12 +176,7 @@ workload:
 faults:
   - {at: 500ms, link: "spine1:leaf2", down: true}
 )");
-  char dir[] = "/tmp/fabemu-bgp-XXXXXX";
-  ASSERT_TRUE(::mkdtemp(dir));
-  Outcome o = fabemu({"run", sc.path(), "--lab", lab, "--report", dir}, 180s);
-  const Json report = report_json(dir);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  const auto [o, jsonl, report] = run_scenario(sc, lab);
   ASSERT_EQ(o.status, 0) << o;
   const Json down = fault_record(report, "spine1:leaf2 down");
   ASSERT_TRUE(down.is_object()) << o;
