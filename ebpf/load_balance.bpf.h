@@ -216,11 +216,13 @@ __attribute__((noinline)) int lb_order(struct __sk_buff* skb, __u32 saddr, __u32
     return 0;
   }
   __sync_fetch_and_add(&o->frames, segs);
-  /* Serial numbers: behind the next expected when the difference is in the upper half. */
+  /* Serial numbers: behind the next expected when the difference is in the upper half. Where
+   * the link model gives each hop its own hash (kernels before 6.11, no per-namespace ECMP
+   * seed), a sprayed flow's frames may meet on two CPUs here, and the count is approximate. */
   if (((seq - o->next) & mask) > (mask >> 1))
     __sync_fetch_and_add(&o->reordered, segs);
   else
-    o->next = (seq + segs) & mask; /* a flow seen by one CPU at a time (RPS): no lock */
+    o->next = (seq + segs) & mask; /* one CPU at a time: RPS steers a flow by its hash */
   return 0;
 }
 
