@@ -162,11 +162,10 @@ Result<std::string> Rerouter::apply(const std::set<int>& next_failed) {
 }
 
 Result<size_t> balance_from_fibs(const LabModel& m, const LabPaths& paths, LinkShaper& maps) {
-  if (balance_switches(m, paths).empty()) return size_t{0};
   const Topology& t = m.topo;
   std::vector<std::vector<Route>> routes = m.routes;
   for (int sw : t.switches()) {
-    if (!local_node(m, sw) || t.nodes[sw].role != Role::Switch) continue;
+    if (!local_node(m, sw)) continue;
     std::vector<RtnlSocket::KernelRoute> fib;
     FABEMU_TRY(run_in_netns(node_netns_path(m, paths, sw), [&]() -> Result<void> {
       auto sock = RtnlSocket::open();

@@ -44,8 +44,8 @@ class Rerouter {
 
 // A BGP lab's balancers (fabric.load_balance) follow the routers' FIBs: every local balanced
 // router's groups rebuilt from the multipath routes its kernel holds now, as FRR installed them
-// (a member BGP withdrew leaves its groups), in the lab's maps `maps`. Says how many
-// switches' groups were written.
+// (a member BGP withdrew leaves its groups), in the lab's maps `maps`. For a lab that balances
+// (balance_switches found some): the caller asks once. Says how many switches were written.
 Result<size_t> balance_from_fibs(const LabModel& m, const LabPaths& paths, LinkShaper& maps);
 
 }  // namespace fabemu
