@@ -24,6 +24,7 @@ Result<SizeResult> run_size(Communicator& comm, Collective c, uint64_t requested
   if (!op) return op.error().context(what);
 
   double timed_s = 0;
+  std::vector<double> iteration_s;  // this rank's timed iterations
   uint64_t local_wrong = 0;
   for (int it = 0; it < config.warmup + config.iterations; ++it) {
     const uint32_t iteration = static_cast<uint32_t>(it);
@@ -38,7 +39,10 @@ Result<SizeResult> run_size(Communicator& comm, Collective c, uint64_t requested
     auto ran = (*op)->run();
     const auto end = std::chrono::steady_clock::now();
     if (!ran) return ran.error().context(what + " iteration " + std::to_string(it));
-    if (it >= config.warmup) timed_s += std::chrono::duration<double>(end - start).count();
+    if (it >= config.warmup) {
+      iteration_s.push_back(std::chrono::duration<double>(end - start).count());
+      timed_s += iteration_s.back();
+    }
 
     Verification v = verify_output(l, rank, iteration, out);
     if (v.wrong > 0 && local_wrong == 0) {
@@ -49,14 +53,22 @@ Result<SizeResult> run_size(Communicator& comm, Collective c, uint64_t requested
   }
   if (local_wrong > 0) r.local.wrong = local_wrong;
 
-  const double mean_us = timed_s / config.iterations * 1e6 / config.clock_scale;
-  const double mine[2] = {mean_us, static_cast<double>(local_wrong)};
+  // Per rank: its mean, its wrong elements, then each timed iteration's time.
+  const double to_us = 1e6 / config.clock_scale;
+  std::vector<double> mine = {timed_s / config.iterations * to_us,
+                              static_cast<double>(local_wrong)};
+  for (double s : iteration_s) mine.push_back(s * to_us);
   auto all = comm.allgather(mine);
   if (!all) return all.error().context(what + ": gathering results");
+  const size_t stride = mine.size();
+  r.iteration_time_us.assign(iteration_s.size(), 0);
   for (int i = 0; i < comm.size(); ++i) {
-    r.rank_time_us.push_back((*all)[2 * i]);
-    r.rank_wrong.push_back(static_cast<uint64_t>((*all)[2 * i + 1]));
+    const double* theirs = all->data() + i * stride;
+    r.rank_time_us.push_back(theirs[0]);
+    r.rank_wrong.push_back(static_cast<uint64_t>(theirs[1]));
     r.wrong += r.rank_wrong.back();
+    for (size_t k = 0; k < iteration_s.size(); ++k)
+      r.iteration_time_us[k] = std::max(r.iteration_time_us[k], theirs[2 + k]);
   }
   r.time_us = *std::max_element(r.rank_time_us.begin(), r.rank_time_us.end());
   r.wall_time_us = r.time_us * config.time_scale;

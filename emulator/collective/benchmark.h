@@ -31,6 +31,9 @@ struct SizeResult {
   // real fabric's time (the wall clock's / the time scale); and the maximum as the wall clock
   // saw it.
   std::vector<double> rank_time_us;
+  // Each timed iteration's time on its slowest rank (every iteration starts at a barrier), in
+  // the real fabric's time: where a fault or a stall struck, the mean hides it.
+  std::vector<double> iteration_time_us;
   double time_us = 0;
   double wall_time_us = 0;
   double algbw = 0;  // GB/s: size / time

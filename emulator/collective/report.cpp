@@ -105,6 +105,7 @@ std::string json_result(const RunInfo& run, const SizeResult& r) {
             {"bus_factor", bus_factor(l.collective, l.ranks)},
             {"wrong", r.wrong},
             {"rank_time_us", r.rank_time_us},
+            {"iteration_time_us", r.iteration_time_us},
             {"rank_wrong", r.rank_wrong},
             {"pred_time_us", optional(r.pred_time_us)},
             {"pred_busbw_gbps", optional(r.pred_busbw)},

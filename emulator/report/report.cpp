@@ -152,6 +152,7 @@ void step_records(size_t i, const StepReport& s, std::vector<Json>& out) {
           {"wrong", res.wrong},
           {"pred_busbw_gbps", or_null(res.pred_busbw_gbps >= 0, res.pred_busbw_gbps)},
           {"rank_time_us", res.rank_time_us},
+          {"iteration_time_us", res.iteration_time_us},
           {"library", res.library},
           {"transport", res.transport},
           {"ranks", res.ranks},

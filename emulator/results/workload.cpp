@@ -28,6 +28,8 @@ std::vector<SizeResult> read_benchmark_results(const std::string& text) {
       if (n.contains("pred_time_us") && n["pred_time_us"].is_number())
         r.pred_time_us = n["pred_time_us"].get<double>();
       if (n.contains("rank_time_us")) r.rank_time_us = n["rank_time_us"].get<std::vector<double>>();
+      if (n.contains("iteration_time_us"))
+        r.iteration_time_us = n["iteration_time_us"].get<std::vector<double>>();
       r.library = n.value("library", "");
       r.transport = n.value("transport", "");
       r.ranks = n.value("ranks", 0);

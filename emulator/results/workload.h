@@ -18,6 +18,7 @@ struct SizeResult {
   double pred_time_us = -1;
   uint64_t wrong = 0;
   std::vector<double> rank_time_us;
+  std::vector<double> iteration_time_us;  // per timed iteration, its slowest rank's time
   // How the benchmark ran, as it says itself: "gloo"/"mpi", "tcp"/"ibverbs", its ranks, and
   // the time scale it divided its wall-clock figures by.
   std::string library, transport;

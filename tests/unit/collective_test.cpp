@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -516,6 +517,10 @@ TEST(CollectiveBenchmark, ChecksEveryIterationIncludingWarmup) {
     EXPECT_EQ(comm.barriers, 7);
     EXPECT_EQ(comm.runs, 7);
     EXPECT_EQ(r->rank_time_us.size(), 1u);
+    ASSERT_EQ(r->iteration_time_us.size(), 5u) << "the timed iterations, not the warmup";
+    EXPECT_NEAR(r->rank_time_us[0],
+                std::accumulate(r->iteration_time_us.begin(), r->iteration_time_us.end(), 0.0) / 5,
+                1e-6);
     EXPECT_GE(r->time_us, 0.0);
     EXPECT_EQ(r->algorithm, "copy");
   }

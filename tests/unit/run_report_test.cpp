@@ -310,7 +310,8 @@ TEST(Report, DotNamesEveryLink) {
 TEST(Report, BenchmarkResultsAreReadBack) {
   const std::string lines =
       "{\"type\":\"result\",\"collective\":\"allreduce\",\"size\":1048576,\"time_us\":12.5,"
-      "\"busbw_gbps\":0.003,\"wrong\":0,\"rank_time_us\":[12.0,13.0],\"pred_busbw_gbps\":null}\n"
+      "\"busbw_gbps\":0.003,\"wrong\":0,\"rank_time_us\":[12.0,13.0],"
+      "\"iteration_time_us\":[11.0,14.0],\"pred_busbw_gbps\":null}\n"
       "{\"type\":\"summary\",\"ok\":true}\n{\"type\":\"result\",\"size\":";
   auto r = read_benchmark_results(lines);
   ASSERT_EQ(r.size(), 1u);
@@ -318,6 +319,7 @@ TEST(Report, BenchmarkResultsAreReadBack) {
   EXPECT_DOUBLE_EQ(r[0].busbw_gbps, 0.003);
   EXPECT_LT(r[0].pred_busbw_gbps, 0);
   EXPECT_EQ(r[0].rank_time_us.size(), 2u);
+  EXPECT_EQ(r[0].iteration_time_us, (std::vector<double>{11.0, 14.0}));
 }
 
 }  // namespace
