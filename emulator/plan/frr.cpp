@@ -17,8 +17,8 @@ FrrTimers frr_timers(const LabModel& m) {
   t.keepalive_s = static_cast<uint64_t>(std::ceil(3 * f));
   t.hold_s = 3 * t.keepalive_s;
   if (const auto& bfd = m.scenario.fabric.bfd) {
-    t.bfd_interval_ms = std::max<uint64_t>(
-        10, static_cast<uint64_t>(std::llround(static_cast<double>(bfd->interval_ns) * f / 1e6)));
+    t.bfd_interval_ms =
+        static_cast<uint64_t>(std::llround(static_cast<double>(bfd->interval_ns) * f / 1e6));
     t.bfd_multiplier = bfd->multiplier;
   }
   return t;
@@ -32,6 +32,11 @@ Result<void> frr_timers_fit(const LabModel& m) {
     return make_error("routing: bgp at time_scale " + format_factor(f) +
                           ": BGP's hold time would be " + std::to_string(t.hold_s) +
                           " s of wall clock, above the 65535 s BGP allows",
+                      EINVAL);
+  if (m.scenario.fabric.bfd && t.bfd_interval_ms < 10)
+    return make_error("fabric.bfd.interval at time_scale " + format_factor(f) + " is " +
+                          std::to_string(t.bfd_interval_ms) +
+                          " ms of wall clock, below the 10 ms FRR's bfdd takes",
                       EINVAL);
   if (t.bfd_interval_ms > 60000)
     return make_error("fabric.bfd.interval at time_scale " + format_factor(f) + " is " +

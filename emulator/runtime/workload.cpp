@@ -323,10 +323,12 @@ std::optional<StepCommand> plan_exec(const LabModel& m, const LabPaths& paths, s
 StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
                     const WorkloadOptions& o) {
   const WorkloadStep& w = m.scenario.workload.at(index);
-  // A timeout the scenario gives is the real fabric's; the default is wall clock.
-  const auto timeout =
-      w.timeout_ns ? std::chrono::seconds(m.time_scale.wall_ns(*w.timeout_ns) / 1'000'000'000ULL)
-                   : o.default_timeout;
+  // A timeout the scenario gives is the real fabric's (at least 1 s of wall clock: the loader
+  // checks a fixed time scale, not `auto`'s); the default is wall clock.
+  const uint64_t wall_s =
+      w.timeout_ns ? std::max<uint64_t>(1, m.time_scale.wall_ns(*w.timeout_ns) / 1'000'000'000ULL)
+                   : 0;
+  const auto timeout = w.timeout_ns ? std::chrono::seconds(wall_s) : o.default_timeout;
   if (const auto* in = std::get_if<IncastStep>(&w.step))
     return run_incast(m, paths, index, *in, timeout);
   if (const auto* ls = std::get_if<LinksStep>(&w.step)) return run_links_step(m, paths, index, *ls);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -78,7 +80,24 @@ void read_fabric_load_balance(const Field& f, FabricSpec& fabric) {
            ": use switch: router");
 }
 
-FabricSpec read_fabric(const Field& f) {
+// `fabric.bfd.interval` is the real fabric's; bfdd runs it dilated (x the time scale), and takes
+// 10 ms to 60 s of wall clock. A fixed scale is checked here; `auto` when the lab is planned
+// (frr_timers_fit).
+void check_bfd_interval(const Field& i, uint64_t interval_ns, const TimeScaleSpec& scale) {
+  const double factor = scale.automatic ? 1 : scale.factor;
+  const double wall_ns = static_cast<double>(interval_ns) * factor;
+  if (interval_ns == 0 || interval_ns > 60'000'000'000 ||
+      (!scale.automatic && (wall_ns < 10e6 || wall_ns > 60e9))) {
+    std::string what = "FRR's BFD sends every 10ms to 60s of wall clock";
+    if (factor > 1)
+      what += " (at time_scale " + printf_string("%g", factor) + ": " +
+              format_time_ns(static_cast<uint64_t>(std::ceil(10e6 / factor))) + " to " +
+              format_time_ns(static_cast<uint64_t>(60e9 / factor)) + " of the real fabric)";
+    i.fail(what);
+  }
+}
+
+FabricSpec read_fabric(const Field& f, const TimeScaleSpec& scale) {
   f.check_keys({"switch", "ecmp_hash", "mtu", "ovs_datapath", "lossless", "routing", "bfd", "gso",
                 "load_balance"});
   FabricSpec fabric;
@@ -94,8 +113,7 @@ FabricSpec read_fabric(const Field& f) {
       // FRR's bfdd takes 10 ms to 60 s between packets, a multiplier of 2 to 255.
       if (auto i = b->find("interval")) {
         fabric.bfd->interval_ns = i->parsed(parse_time_ns);
-        if (fabric.bfd->interval_ns < 10'000'000 || fabric.bfd->interval_ns > 60'000'000'000)
-          i->fail("FRR's BFD sends every 10ms to 60s");
+        check_bfd_interval(*i, fabric.bfd->interval_ns, scale);
       }
       if (auto m = b->find("multiplier"))
         fabric.bfd->multiplier = static_cast<uint32_t>(m->integer(2, 255));
@@ -312,12 +330,13 @@ Scenario read_scenario(const Field& root) {
   if (auto seed = root.find("seed")) s.seed = seed->uint64();
   if (auto t = root.find("time_scale")) s.time_scale = read_time_scale(*t);
   // The fabric comes first: its MTU bounds the queue sizes of every link shape after it.
-  if (auto f = section(root, "fabric")) s.fabric = read_fabric(*f);
+  if (auto f = section(root, "fabric")) s.fabric = read_fabric(*f, s.time_scale);
   s.topology = read_topology(root.at("topology"), s.fabric.mtu);
   if (auto f = section(root, "hosts")) s.hosts = read_hosts(*f);
   if (auto f = section(root, "links")) s.links = read_links(*f, s.fabric);
   if (auto f = section(root, "rdma")) s.rdma = read_rdma(*f);
-  if (auto f = section(root, "workload")) s.workload = read_workload(*f, s.fabric.mtu);
+  if (auto f = section(root, "workload"))
+    s.workload = read_workload(*f, s.fabric.mtu, s.time_scale);
   if (auto f = section(root, "faults")) s.faults = read_faults(*f, s.fabric.mtu);
   if (auto f = section(root, "telemetry")) s.telemetry = read_telemetry(*f);
   if (auto f = section(root, "placement")) s.placement = read_placement(*f);

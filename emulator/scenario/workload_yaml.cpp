@@ -1,6 +1,7 @@
 // Reading the workload (collective benchmarks and user programs) and the fault timeline.
 #include "scenario/workload_yaml.h"
 
+#include <cmath>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,12 +15,22 @@
 namespace fabemu::detail {
 namespace {
 
-// A step's bound: `timeout: 5m`; the runner stops the step there and says so.
-std::optional<uint64_t> read_timeout(const Field& f) {
+// A step's bound: `timeout: 5m`, the real fabric's time; the runner stops the step there (x the
+// time scale on the wall clock) and says so. A step needs at least 1 s of wall clock: checked
+// here at a fixed scale; under `auto` the runner gives it at least that.
+std::optional<uint64_t> read_timeout(const Field& f, const TimeScaleSpec& scale) {
   auto t = f.find("timeout");
   if (!t) return std::nullopt;
   const uint64_t ns = t->parsed(parse_time_ns);
-  if (ns < 1'000'000'000ULL) t->fail("a step needs at least 1s; e.g. timeout: 600s");
+  const double factor = scale.automatic ? 1 : scale.factor;
+  if (ns == 0 || (!scale.automatic && static_cast<double>(ns) * factor < 1e9)) {
+    std::string what = "a step needs at least 1s of wall clock";
+    if (factor > 1)
+      what += " (at time_scale " + printf_string("%g", factor) + ": " +
+              format_time_ns(static_cast<uint64_t>(std::ceil(1e9 / factor))) +
+              " of the real fabric)";
+    t->fail(what + "; e.g. timeout: 600s");
+  }
   return ns;
 }
 
@@ -282,7 +293,8 @@ LoadBalanceStep read_load_balance_step(const Field& item) {
 
 }  // namespace
 
-std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu) {
+std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu,
+                                        const TimeScaleSpec& scale) {
   std::vector<WorkloadStep> steps;
   for (const Field& item : list.items()) {
     const bool collective = item.has("collective"), exec = item.has("exec"),
@@ -320,16 +332,16 @@ std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu) {
     step.loc = item.loc();
     if (collective) {
       step.step = read_collective(item);
-      step.timeout_ns = read_timeout(item);
+      step.timeout_ns = read_timeout(item, scale);
     } else if (incast) {
       step.step = read_incast(item);
-      step.timeout_ns = read_timeout(item.at("incast"));
+      step.timeout_ns = read_timeout(item.at("incast"), scale);
     } else if (traffic) {
       step.step = read_traffic(item);
-      step.timeout_ns = read_timeout(item.at("traffic"));
+      step.timeout_ns = read_timeout(item.at("traffic"), scale);
     } else {
       step.step = read_exec(item);
-      step.timeout_ns = read_timeout(item.at("exec"));
+      step.timeout_ns = read_timeout(item.at("exec"), scale);
     }
     steps.push_back(std::move(step));
   }

@@ -9,7 +9,8 @@
 
 namespace fabemu::detail {
 
-std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu);
+std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu,
+                                        const TimeScaleSpec& scale);
 
 // `mtu` is the fabric's, for the link shapes that faults set.
 std::vector<FaultEvent> read_faults(const Field& list, uint32_t mtu);

@@ -140,6 +140,12 @@ TEST(FrrConfig, SessionsBfdAndNetworksAsPlannedTimersDilated) {
   ASSERT_FALSE(fit.ok());
   EXPECT_NE(fit.error().what().find("above the 60000 ms FRR's bfdd takes"), std::string::npos)
       << fit.error().what();
+  m.time_scale.factor = 0.05;  // (auto never goes below 1; only the wall interval matters)
+  auto slow = frr_timers_fit(m);
+  ASSERT_FALSE(slow.ok());
+  EXPECT_NE(slow.error().what().find("5 ms of wall clock, below the 10 ms FRR's bfdd takes"),
+            std::string::npos)
+      << slow.error().what();
 
   // bfd: off: no bfdd, no BFD on the sessions.
   LabModel nobfd = model(
@@ -166,8 +172,25 @@ TEST(BgpScenario, BfdWithoutBgpAndBgpOnOvsAreRefusedWithAPosition) {
       "name: t\ntopology: {kind: fat-tree, k: 2}\nfabric: {routing: bgp, bfd: {interval: 1ms}}\n",
       "f.yaml");
   ASSERT_FALSE(fast.ok());
-  EXPECT_NE(fast.error().what().find("FRR's BFD sends every 10ms to 60s"), std::string::npos)
+  EXPECT_NE(fast.error().what().find("FRR's BFD sends every 10ms to 60s of wall clock"),
+            std::string::npos)
       << fast.error().what();
+  // Dilated, the interval is the real fabric's: x2000 runs hardware BFD's 1 ms every 2 s.
+  auto dilated = load_scenario_string(
+      "name: t\ntime_scale: 2000\ntopology: {kind: fat-tree, k: 2}\n"
+      "fabric: {routing: bgp, bfd: {interval: 1ms}}\n",
+      "d.yaml");
+  ASSERT_TRUE(dilated.ok()) << dilated.error().what();
+  auto too_fast = load_scenario_string(
+      "name: t\ntime_scale: 100\ntopology: {kind: fat-tree, k: 2}\n"
+      "fabric: {routing: bgp, bfd: {interval: 50us}}\n",
+      "s.yaml");
+  ASSERT_FALSE(too_fast.ok());
+  EXPECT_NE(too_fast.error().what().find(
+                "s.yaml:4:40: fabric.bfd.interval: FRR's BFD sends every 10ms to 60s of wall "
+                "clock (at time_scale 100: 100us to 600ms of the real fabric)"),
+            std::string::npos)
+      << too_fast.error().what();
   auto good = load_scenario_string(
       "name: t\ntopology: {kind: fat-tree, k: 2}\n"
       "fabric: {routing: bgp, bfd: {interval: 300ms, multiplier: 5}}\n",
