@@ -24,12 +24,6 @@ topology: {kind: leaf-spine, leaves: 2, spines: 4, hosts_per_leaf: 2}
 links: {default: {rate: 25mbit}}
 )";
 
-int node_id(const Topology& t, const std::string& name) {
-  for (size_t n = 0; n < t.nodes.size(); ++n)
-    if (t.nodes[n].name == name) return static_cast<int>(n);
-  return -1;
-}
-
 TEST(EcmpGroups, EachLeafHasOneGroupOverItsUplinksAndSpinesNone) {
   const LabModel m = model_of(kLeafSpine);
   const std::vector<EcmpGroup> groups = ecmp_groups(m);
