@@ -35,6 +35,12 @@ def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def median_known(xs):
+    """The median of the values that are not None; None when none is."""
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
 def with_json(argv):
     """argv with --json added, before a `--` that starts the command of `exec`."""
     argv = [str(a) for a in argv]

@@ -17,11 +17,12 @@ when the FIBs changed after the fault (BGP), and the outage less BFD's detection
 import argparse
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from benchlib import median_known as med
 
 REPO = Path(__file__).resolve().parent.parent
 FABEMU = REPO / "build" / "emulator" / "fabemu"
@@ -85,11 +86,6 @@ def one_run(mode, work, link, spacing):
             fib_first, fib_last = j.get("fib_first_s"), j.get("fib_last_s")
     return {"lost": lost, "outage": outage, "lost_time": lost_time, "fib_first": fib_first, "fib_last": fib_last,
             "affected": sum(1 for f in flows if (f["sent"] or 0) > f["received"])}
-
-
-def med(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
 
 
 def main():

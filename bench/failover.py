@@ -32,6 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchlib import median_known as med
+
 REPO = Path(__file__).resolve().parent.parent
 FABEMU = REPO / "build" / "emulator" / "fabemu"
 FAULT_AT_MS = 6
@@ -91,11 +93,6 @@ def one_run(mode, work, args):
         out.update(mean_us=result["time_us"], median_us=median, gap_us=it[worst] - median,
                    worst_iter=worst, wrong=result["wrong"], busbw=result["busbw_gbps"])
     return out
-
-
-def med(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
 
 
 def main():
