@@ -22,6 +22,8 @@ class Result:
     wrong: int = 0
     pred_busbw_gbps: Optional[float] = None
     wall_time_us: float = 0
+    # Each timed iteration on its slowest rank: where a fault struck, the mean hides it.
+    iteration_time_us: List[float] = field(default_factory=list)
 
 
 @dataclass

@@ -79,7 +79,8 @@ def fake(tmp_path, monkeypatch):
               {{"type": "step", "index": 0, "title": "workload[0] allreduce (gloo, tcp)",
                "ok": True, "seconds": 1.5}},
               {{"type": "result", "step": 0, "collective": "allreduce", "size": 1048576,
-               "time_us": 100, "busbw_gbps": 1.5, "wrong": 0, "pred_busbw_gbps": 1.6}},
+               "time_us": 100, "busbw_gbps": 1.5, "wrong": 0, "pred_busbw_gbps": 1.6,
+               "iteration_time_us": [90, 110]}},
               {{"type": "flow", "step": 0, "role": "incast", "from": "h2", "to": "h1",
                "bps": 5e6, "fair_bps": 6e6, "stalled_s": 0.001}},
               {{"type": "ecmp_group", "switch": "leaf1", "name": "leaf1 > spine1|spine2",
@@ -186,6 +187,7 @@ def test_run_reads_the_report(fake, tmp_path):
     assert r.ok and r.time_scale == 1
     s = r.step("allreduce")
     assert s.busbw_gbps() == 1.5 and s.results[0].pred_busbw_gbps == 1.6
+    assert s.results[0].iteration_time_us == [90, 110]
     assert s.flows[0].src == "h2" and s.flows[0].stalled_s == 0.001
     assert r.ecmp_groups[0]["switch"] == "leaf1" and r.ecmp_groups[0]["max_over_mean"] == 1.33
     assert len(r.ecmp_groups) == 1 and s.ecmp_groups[0]["max_over_mean"] == 1.0
