@@ -5,9 +5,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "apply/inspect.h"
 #include "apply/rdma.h"
 #include "model/fair_share.h"
 #include "runtime/spawn.h"
@@ -38,7 +40,6 @@ struct Pair {
   int port = 0;
   std::vector<std::string> server_argv, client_argv;
   CommandOutcome outcome;
-  double started_s = 0;  // its client's start on the step's clock
   Active active;
   uint64_t rdma_writes = 0;  // of kRdmaWriteBytes each
 };
@@ -147,7 +148,17 @@ struct IncastPlan {
   int dscp = 0;
   uint64_t recv_rate = 0;  // an incast's receiver's link rate (0: a traffic step)
   std::vector<Pair> pairs;
+  // A TCP or UDP incast: the bytes its receiver's interfaces had received, every 5 ms of the
+  // step's clock.
+  std::vector<std::pair<double, uint64_t>> received;
 };
+
+// The incast's receiver (-1: a traffic step).
+int receiver_node(const IncastPlan& plan) {
+  for (const Pair& p : plan.pairs)
+    if (p.flow.role == "incast") return p.server_node;
+  return -1;
+}
 
 // The server and client command lines of pair `i`.
 void plan_commands(const LabModel& m, const LabPaths& paths, const IncastPlan& plan, size_t i,
@@ -321,19 +332,56 @@ RxeBefore read_rxe_before(const LabPaths& paths, const IncastStep& s, const Inca
   return b;
 }
 
+// RDMA: when each sender's device first sent a frame of its writes and last got an ACK.
+void sample_rxe(const LabPaths& paths, IncastPlan& plan, RxeBefore& rxe, double now) {
+  for (size_t i = 0; i < plan.pairs.size(); ++i) {
+    Pair& p = plan.pairs[i];
+    if (p.flow.role == "victim") continue;
+    if (p.active.from == 0 && rxe_counter(paths, p.flow.from, "sent_pkts") > rxe.sent[i])
+      p.active.from = now;
+    const uint64_t acks = rxe_counter(paths, p.flow.from, "rcvd_pkts");
+    if (acks > rxe.acks[i]) p.active.to = now, rxe.acks[i] = acks;
+  }
+}
+
+// The bytes the interfaces of the namespace at `netns` have received.
+std::optional<uint64_t> bytes_in(const std::string& netns) {
+  auto ifs = read_interfaces(netns);
+  if (!ifs) return std::nullopt;
+  uint64_t bytes = 0;
+  for (const InterfaceState& i : *ifs)
+    if (i.name != "lo") bytes += i.rx_bytes;
+  return bytes;
+}
+
 // Every client at once, each until the deadline (RDMA: `rdma_limit`). RDMA: when each sender's
 // device first sent a frame of its writes and last got an ACK, from its rxe counters every 5 ms:
 // the flow's goodput is its bytes over that time. (ib_write_bw's own figures are not used: in
 // the VM lane it printed 0.000000 for flows that wrote all they were asked to, now and then, in
-// its duration mode and its iteration mode alike.)
+// its duration mode and its iteration mode alike.) A TCP or UDP incast: the bytes its receiver
+// had received, every 5 ms (each iperf3 server's intervals run on its own clock, which starts
+// when its connection does: a SYN lost to the incast starts it a second late, and flows that
+// took turns were placed as if they overlapped, a receiver at 1.8 times its link).
 void run_clients(const LabModel& m, const LabPaths& paths, IncastPlan& plan, RxeBefore rxe,
                  ProcessClock::time_point deadline, std::chrono::milliseconds rdma_limit) {
-  std::vector<std::thread> clients;
   const auto clients_start = std::chrono::steady_clock::now();
+  std::atomic<bool> clients_done{false};
+  const int receiver = plan.traffic || plan.rdma ? -1 : receiver_node(plan);
+  const std::string receiver_netns = receiver < 0 ? "" : node_netns_path(m, paths, receiver);
+  std::thread sampler([&] {
+    for (bool last = false; !last;) {
+      last = clients_done.load();  // one more sample after the clients have exited
+      const double now =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - clients_start).count();
+      if (plan.rdma) sample_rxe(paths, plan, rxe, now);
+      const auto bytes = receiver_netns.empty() ? std::nullopt : bytes_in(receiver_netns);
+      if (bytes) plan.received.emplace_back(now, *bytes);
+      if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  std::vector<std::thread> clients;
   for (Pair& p : plan.pairs) {
     clients.emplace_back([&, pp = &p] {
-      pp->started_s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - clients_start).count();
       const ProcessSpec spec =
           node_process(node_context(m, paths, pp->client_node), pp->client_argv);
       CommandOptions o;
@@ -349,28 +397,9 @@ void run_clients(const LabModel& m, const LabPaths& paths, IncastPlan& plan, Rxe
         pp->outcome = std::move(*out);
     });
   }
-  std::atomic<bool> clients_done{false};
-  std::thread sampler;
-  if (plan.rdma)
-    sampler = std::thread([&] {
-      for (bool last = false; !last;) {
-        last = clients_done.load();  // one more sample after the clients have exited
-        const double now =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - clients_start).count();
-        for (size_t i = 0; i < plan.pairs.size(); ++i) {
-          Pair& p = plan.pairs[i];
-          if (p.flow.role == "victim") continue;
-          if (p.active.from == 0 && rxe_counter(paths, p.flow.from, "sent_pkts") > rxe.sent[i])
-            p.active.from = now;
-          const uint64_t acks = rxe_counter(paths, p.flow.from, "rcvd_pkts");
-          if (acks > rxe.acks[i]) p.active.to = now, rxe.acks[i] = acks;
-        }
-        if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
-    });
   for (std::thread& c : clients) c.join();
   clients_done = true;
-  if (sampler.joinable()) sampler.join();
+  sampler.join();
 }
 
 // What pair `p`'s client said, as its flow's figures or failure.
@@ -401,7 +430,6 @@ void judge_flow(const IncastPlan& plan, const TimeScale& ts, double rdma_limit_s
     } else if (rdma && f.role != "victim") {
       // All its writes completed (ib_write_bw exits 0 only then): bytes over the time its
       // device sent them until the last ACK came back, in the step's clock.
-      p.started_s = 0;
       p.active.bytes = double(p.rdma_writes * kRdmaWriteBytes);
       if (p.active.to > p.active.from)
         f.bps = p.active.bytes * 8 / (p.active.to - p.active.from) * ts.factor;
@@ -414,17 +442,17 @@ void judge_flow(const IncastPlan& plan, const TimeScale& ts, double rdma_limit_s
   if (!f.failure.empty()) f.failure = f.from + " -> " + f.to + ": " + f.failure;
 }
 
-// The receiver's total: what arrived over the time any incast flow was arriving (flows that
-// take turns do not add up past the link), each flow's intervals placed by its client's
-// start. Without the receivers' intervals (rdma), the sum of the flows' rates.
+// An RDMA incast's receiver total: what its senders wrote over the time from the first frame
+// sent to the last ACK (the sampler's clock, shared by all of them; flows that take turns do not
+// add up past the link). Without those times, the sum of the flows' rates.
 double receiver_total(const std::vector<Pair>& pairs, double factor) {
   double from = 1e300, to = -1e300, bytes = 0, sum = 0;
   for (const Pair& p : pairs) {
     if (p.flow.role != "incast") continue;
     sum += p.flow.bps;
     if (p.active.to <= p.active.from) continue;
-    from = std::min(from, p.started_s + p.active.from);
-    to = std::max(to, p.started_s + p.active.to);
+    from = std::min(from, p.active.from);
+    to = std::max(to, p.active.to);
     bytes += p.active.bytes;
   }
   return to > from ? bytes * 8 / (to - from) * factor : sum;
@@ -507,6 +535,23 @@ std::string step_note(const LabPaths& paths, const IncastStep& s, const IncastPl
 
 }  // namespace
 
+double received_rate(const std::vector<std::pair<double, uint64_t>>& samples, double factor) {
+  if (samples.size() < 2 || samples.back().second <= samples.front().second) return 0;
+  const uint64_t base = samples.front().second;
+  const double total = double(samples.back().second - base);
+  size_t from = 0, to = samples.size() - 1;
+  while (from + 1 < samples.size() && double(samples[from + 1].second - base) <= 0.01 * total)
+    ++from;
+  for (size_t k = from + 1; k < samples.size(); ++k)
+    if (double(samples[k].second - base) >= 0.99 * total) {
+      to = k;
+      break;
+    }
+  const double seconds = samples[to].first - samples[from].first;
+  if (seconds <= 0) return 0;
+  return double(samples[to].second - samples[from].second) * 8 / seconds * factor;
+}
+
 StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, const IncastStep& s,
                       std::chrono::seconds timeout) {
   const TimeScale& ts = m.time_scale;
@@ -551,7 +596,10 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   for (const FlowResult& f : r.flows)
     if (!f.failure.empty()) r.failure += (r.failure.empty() ? "" : "; ") + f.failure;
   r.ok = r.failure.empty();
-  if (!plan.traffic) r.receiver_bps = receiver_total(plan.pairs, ts.factor);
+  if (plan.rdma && !plan.traffic)
+    r.receiver_bps = receiver_total(plan.pairs, ts.factor);
+  else if (!plan.traffic && plan.received.size() >= 2)
+    r.receiver_bps = received_rate(plan.received, ts.factor);
   r.note = step_note(paths, s, plan, r, rxe, stalled, rdma_limit_s);
   r.table = flow_table(m, s, plan, r);
   return r;

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "runtime/workload.h"
 
@@ -13,5 +16,12 @@ namespace fabemu {
 // listen, then reads their reports; the flows' table in the result (`table`), not printed.
 StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index,
                       const IncastStep& step, std::chrono::seconds timeout);
+
+// What a receiver's link delivered while data was arriving, in the real fabric's bit/s, from
+// samples of (wall seconds, bytes received so far): the bytes from the last sample at 1% of the
+// growth to the first at 99% over the time between them (the tools' connection set-up before it
+// and a straggler after it do not stretch the window; an incast whose flows all stall within it
+// shows as the idle link it is). `factor`: the lab's dilation. 0 when nothing arrived.
+double received_rate(const std::vector<std::pair<double, uint64_t>>& samples, double factor);
 
 }  // namespace fabemu

@@ -1,6 +1,6 @@
 // The incast step as users run it: four senders into one host through `fabemu run` (every flow
-// reported beside its fair share, the receiver's link full) after a live link change; and,
-// where the kernel has fq (the VM lane), a UDP incast at 4x the receiver's rate in which PFC
+// reported beside its fair share, the receiver's total within its link) after a live link change;
+// and, where the kernel has fq (the VM lane), a UDP incast at 4x the receiver's rate in which PFC
 // drops no frame of the class while the pauses travel from the receiver's leaf to the senders'
 // links. The pause arithmetic itself is tested on crafted frames (shaper_test.cpp, PfcTest).
 #include <nlohmann/json.hpp>
@@ -53,7 +53,7 @@ std::set<std::string> paused_directions(const nlohmann::json& report) {
   return out;
 }
 
-TEST_F(IncastTest, EveryFlowIsReportedAndTheReceiversLinkIsFull) {
+TEST_F(IncastTest, EveryFlowIsReportedAndTheReceiversTotalIsWithinItsLink) {
   if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
   const std::string lab = lab_name("ic");
   LabGuard guard(lab);
@@ -80,9 +80,14 @@ TEST_F(IncastTest, EveryFlowIsReportedAndTheReceiversLinkIsFull) {
   }
   ASSERT_TRUE(fair.count("h6 -> h7")) << o;
   EXPECT_NEAR(fair["h6 -> h7"], 12.5e6, 0.01e6);
+  // The receiver's total, from its link's byte counter while data arrived: never past the link
+  // (flows that took turns once added up to 1.8 times it), and the link carried the incast. Not
+  // "full": four TCP flows into a queue of a few 9000-byte frames lose SYNs and whole windows
+  // and now and then all wait out an RTO at once (incast collapse, 0.74 of the link seen).
   ASSERT_TRUE(steps[1]["receiver_bps"].is_number()) << steps[1];
-  EXPECT_GT(steps[1]["receiver_bps"].get<double>() / 25e6, 0.8)
-      << "the receiver's link should be nearly full: " << steps[1];
+  const double receiver = steps[1]["receiver_bps"].get<double>() / 25e6;
+  EXPECT_LE(receiver, 1.02) << "more than the receiver's link: " << steps[1];
+  EXPECT_GT(receiver, 0.5) << "the receiver's link carried little of the incast: " << steps[1];
 }
 
 TEST_F(IncastTest, PfcDropsNoFrameOfTheClassAndThePausesReachTheSenders) {
