@@ -512,8 +512,10 @@ std::string step_note(const LabPaths& paths, const IncastStep& s, const IncastPl
     for (const FlowResult& f : r.flows) sum += f.bps, fair += f.fair_bps;
     note = "all flows: " + format_rate_short(sum) + " of their fair shares' " +
            format_rate_short(fair) + " (" + ratio(sum, fair) + ")";
+  } else if (!r.receiver_bps) {
+    note = "receiver " + s.receiver + ": what it received could not be read";
   } else {
-    const double total = r.receiver_bps.value_or(0);
+    const double total = *r.receiver_bps;
     const double link = double(plan.recv_rate);
     note = "receiver " + s.receiver + ": " + format_rate_short(total) +
            (plan.recv_rate
