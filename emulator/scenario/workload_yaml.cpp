@@ -269,6 +269,9 @@ IncastStep read_incast(const Field& item) {
     v->check_keys({"from", "to"});
     s.victim = IncastStep::Victim{v->at("from").str(), v->at("to").str()};
     if (s.victim->from == s.victim->to) v->at("to").fail("a flow joins two different hosts");
+    if (s.victim->to == s.receiver)
+      v->at("to").fail("the victim goes elsewhere than the receiver (to " + s.receiver +
+                       " it is one more sender)");
   }
   return s;
 }
