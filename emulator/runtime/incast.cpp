@@ -368,17 +368,19 @@ void run_clients(const LabModel& m, const LabPaths& paths, IncastPlan& plan, Rxe
   std::atomic<bool> clients_done{false};
   const int receiver = plan.traffic || plan.rdma ? -1 : receiver_node(plan);
   const std::string receiver_netns = receiver < 0 ? "" : node_netns_path(m, paths, receiver);
-  std::thread sampler([&] {
-    for (bool last = false; !last;) {
-      last = clients_done.load();  // one more sample after the clients have exited
-      const double now =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - clients_start).count();
-      if (plan.rdma) sample_rxe(paths, plan, rxe, now);
-      const auto bytes = receiver_netns.empty() ? std::nullopt : bytes_in(receiver_netns);
-      if (bytes) plan.received.emplace_back(now, *bytes);
-      if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  });
+  std::thread sampler;  // none for a TCP or UDP traffic step: nothing to sample
+  if (plan.rdma || !receiver_netns.empty())
+    sampler = std::thread([&] {
+      for (bool last = false; !last;) {
+        last = clients_done.load();  // one more sample after the clients have exited
+        const double now =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - clients_start).count();
+        if (plan.rdma) sample_rxe(paths, plan, rxe, now);
+        const auto bytes = receiver_netns.empty() ? std::nullopt : bytes_in(receiver_netns);
+        if (bytes) plan.received.emplace_back(now, *bytes);
+        if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
   std::vector<std::thread> clients;
   for (Pair& p : plan.pairs) {
     clients.emplace_back([&, pp = &p] {
@@ -399,7 +401,7 @@ void run_clients(const LabModel& m, const LabPaths& paths, IncastPlan& plan, Rxe
   }
   for (std::thread& c : clients) c.join();
   clients_done = true;
-  sampler.join();
+  if (sampler.joinable()) sampler.join();
 }
 
 // What pair `p`'s client said, as its flow's figures or failure.
