@@ -268,6 +268,32 @@ __attribute__((noinline)) __u64 pfc_hold_until(__u32 peer, const struct fabemu_p
   return pfc_resume_slot(p, at_e, occ, xon) * slot;
 }
 
+/* Whether RED marks a frame that waits `wait` behind the backlog of port `key` (ecn_kmin_bytes
+ * to ecn_kmax_bytes, as times at the link's current rate like the other byte limits), given the
+ * frame's draw `r`. A global function: the verifier checks it once. */
+__attribute__((noinline)) int red_marks(__u32 key, __u64 wait, __u32 r) {
+  struct fabemu_link_cfg* cfg = bpf_map_lookup_elem(&fabemu_cfg, &key);
+  if (!cfg || !cfg->ecn_kmax_bytes) return 0;
+  __u64 rate = cfg->rate_bps < MAX_RATE_BPS ? cfg->rate_bps : MAX_RATE_BPS;
+  if (!rate) return 0; /* nothing waits on a link without a rate */
+  __u64 kmin = cfg->ecn_kmin_bytes < MAX_QUEUE_BYTES ? cfg->ecn_kmin_bytes : MAX_QUEUE_BYTES;
+  __u64 kmax = cfg->ecn_kmax_bytes < MAX_QUEUE_BYTES ? cfg->ecn_kmax_bytes : MAX_QUEUE_BYTES;
+  __u64 lo = kmin * NS_PER_SEC_BITS / rate, hi = kmax * NS_PER_SEC_BITS / rate;
+  if (wait <= lo) return 0;
+  if (wait > hi) return 1;
+  /* pmax * (wait - lo) / (hi - lo), in 32-bit fractions: both scaled below 2^32 first. */
+  __u64 span = hi - lo, d = wait - lo;
+  __u32 shift = fls64(span);
+  shift = shift > 32 ? shift - 32 : 0;
+  span >>= shift;
+  d >>= shift;
+  if (!span) return 1;
+  __u64 frac = (d << 32) / span; /* d <= span < 2^32 */
+  if (frac > FABEMU_PROB_ALWAYS) frac = FABEMU_PROB_ALWAYS;
+  __u64 p = ((__u64)cfg->ecn_pmax * frac) >> 32;
+  return chance(r, (__u32)p);
+}
+
 /* murmur3's finalizer: every input bit moves every output bit. */
 static __always_inline __u32 mix32(__u32 h) {
   h ^= h >> 16;
@@ -343,6 +369,7 @@ struct frame {
   enum verdict v;
   __u64 wait, tstamp, done, paused_ns;
   int pause_began;
+  __u32 red_r; /* RED's draw (with ecn_kmax_bytes) */
 };
 
 /* The headers each frame of a GSO super-frame carries: Ethernet, IP and TCP (with options) or
@@ -453,6 +480,7 @@ static __always_inline void schedule(const struct fabemu_link_cfg* cfg,
   /* Drawn for every packet, dropped or not, so packet k's fate depends on the seed and k only. */
   int loss = lost(cfg, st, next_random(&st->prng));
   __u64 jitter_r = cfg->jitter_ns ? next_random(&st->prng) : 0;
+  f->red_r = cfg->ecn_kmax_bytes ? (__u32)next_random(&st->prng) : 0;
 
   if (cfg->flags & FABEMU_LINK_DOWN) {
     f->v = DROP_DOWN;
@@ -558,7 +586,8 @@ static __always_inline int carry_out(struct __sk_buff* skb, const struct fabemu_
   }
   /* bpf_skb_ecn_set_ce marks ECT packets only and says so; CE packets count as marked. */
   if (((cfg->ecn_threshold_ns && f->wait > cfg->ecn_threshold_ns) ||
-       (f->ecn_bytes_ns && f->wait > f->ecn_bytes_ns)) &&
+       (f->ecn_bytes_ns && f->wait > f->ecn_bytes_ns) ||
+       (cfg->ecn_kmax_bytes && red_marks(key, f->wait, f->red_r))) &&
       bpf_skb_ecn_set_ce(skb) == 1)
     cnt->ce_marks += segs;
   /* Without rate, delay and jitter there is nothing to schedule: leave the socket's stamp. */

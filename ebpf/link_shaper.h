@@ -78,6 +78,13 @@ struct fabemu_link_cfg {
    * it, as a port discards a frame whose FCS fails) or twice. Drawn from the same PRNG. */
   __u32 corrupt;
   __u32 duplicate;
+  /* ECN marking like a switch's RED: an ECT frame that finds a backlog above ecn_kmin_bytes is
+   * marked with a probability rising linearly to ecn_pmax at ecn_kmax_bytes, and always above
+   * it (0: off). Drawn from the same PRNG, after jitter. */
+  __u64 ecn_kmin_bytes;
+  __u64 ecn_kmax_bytes;
+  __u32 ecn_pmax;
+  __u32 pad3;
 };
 
 /* The program's verdict for a frame the link loses: a redirect to this ifindex, which no device

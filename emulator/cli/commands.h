@@ -77,7 +77,7 @@ class TerminalObserver : public session::Observer {
 // `link set LAB LINK --rate ...`; `link down/up` set `down`.
 struct LinkSetArgs {
   std::string lab, link;
-  std::string rate, delay, jitter, loss, loss_burst, queue, ecn, pfc, corrupt,
+  std::string rate, delay, jitter, loss, loss_burst, queue, ecn, ecn_red, pfc, corrupt,
       duplicate;  // "" = unchanged
   std::optional<bool> reorder, down;
   // With `down`: the switches' routes move off the link (and back at `up`), as the fault
@@ -86,7 +86,8 @@ struct LinkSetArgs {
   bool accept_degraded = false;
   bool json = false;
   std::string on;  // --on slurm: a lab across machines
-  // The shape settings given, by their link-shape key (`ecn_threshold` is --ecn-threshold):
+  // The shape settings given, by their link-shape key (`ecn_threshold` is --ecn-threshold,
+  // `ecn` --ecn-red: --ecn was the threshold's first name):
   // what `link set` parses and what `--on slurm` hands on to every machine.
   std::vector<std::pair<std::string_view, const std::string*>> shape_options() const {
     return {{"rate", &rate},
@@ -96,6 +97,7 @@ struct LinkSetArgs {
             {"loss_burst", &loss_burst},
             {"queue", &queue},
             {"ecn_threshold", &ecn},
+            {"ecn", &ecn_red},
             {"pfc", &pfc},
             {"corrupt", &corrupt},
             {"duplicate", &duplicate}};

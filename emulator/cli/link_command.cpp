@@ -81,6 +81,8 @@ void add_link_command(CLI::App& app, CommandLine& cl) {
   set->add_option("--queue", link.queue, "Queue limit as time (200us) or size (64K)");
   set->add_option("--ecn-threshold,--ecn", link.ecn,
                   "Mark CE above this queue delay, e.g. 40us; 0 for off");
+  set->add_option("--ecn-red", link.ecn_red,
+                  "RED marking kmin,kmax,pmax of the backlog, e.g. 400K,1600K,20%; off for none");
   set->add_option("--pfc", link.pfc,
                   "PFC of the lossless class: xoff,xon[,watchdog] of the receiving end's "
                   "buffer, e.g. 200K,150K,1ms; off to turn it off");

@@ -41,6 +41,11 @@ LinkShape shape_from_json(const Json& j) {
   if (j.contains("duplicate")) s.duplicate = j["duplicate"].get<double>();
   if (j.contains("reorder")) s.reorder = j["reorder"].get<bool>();
   if (j.contains("down")) s.down = j["down"].get<bool>();
+  if (j.contains("ecn")) {
+    const Json& r = j["ecn"];
+    s.ecn = RedEcn{r.at("kmin_bytes").get<uint64_t>(), r.at("kmax_bytes").get<uint64_t>(),
+                   r.at("pmax").get<double>()};
+  }
   if (j.contains("pfc")) {
     const Json& p = j["pfc"];
     s.pfc = PfcShape{p.at("xoff_bytes").get<uint64_t>(), p.at("xon_bytes").get<uint64_t>(),

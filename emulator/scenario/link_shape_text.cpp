@@ -86,6 +86,21 @@ Result<PfcShape> parse_pfc(std::string_view text, uint32_t mtu) {
   return make_pfc(*xoff, *xon, watchdog, mtu);
 }
 
+// "kmin,kmax,pmax", e.g. "400K,1600K,20%".
+Result<RedEcn> parse_red(std::string_view text) {
+  const std::vector<std::string_view> parts = split_commas(text);
+  if (parts.size() != 3)
+    return make_error("'" + std::string(text) + "' is not kmin,kmax,pmax, e.g. 400K,1600K,20%",
+                      EINVAL);
+  auto kmin = parse_size_bytes(parts[0]);
+  if (!kmin) return make_error("kmin: " + kmin.error().message, EINVAL);
+  auto kmax = parse_size_bytes(parts[1]);
+  if (!kmax) return make_error("kmax: " + kmax.error().message, EINVAL);
+  auto pmax = parse_loss(parts[2]);
+  if (!pmax) return make_error("pmax: " + pmax.error().message, EINVAL);
+  return make_red_ecn(*kmin, *kmax, *pmax);
+}
+
 template <typename T>
 Result<void> assign(std::optional<T>& field, Result<T> value) {
   if (!value) return value.error();
@@ -99,6 +114,17 @@ Result<BurstLoss> make_burst_loss(double p, double r, double loss_bad, double lo
   if (r == 0)
     return make_error("r is 0: the bad state would never end; valid: 0 < r <= 100%", EINVAL);
   return BurstLoss{p, r, loss_bad, loss_good};
+}
+
+Result<RedEcn> make_red_ecn(uint64_t kmin, uint64_t kmax, double pmax) {
+  if (kmax <= kmin)
+    return make_error("kmax (" + std::to_string(kmax) + " bytes) must be above kmin (" +
+                          std::to_string(kmin) + " bytes): marking rises from kmin to kmax, " +
+                          "e.g. kmin 400K, kmax 1600K (a single threshold is ecn_threshold)",
+                      EINVAL);
+  if (!(pmax > 0) || pmax > 1)
+    return make_error("pmax must be above 0% and at most 100%, e.g. 20%", EINVAL);
+  return RedEcn{kmin, kmax, pmax};
 }
 
 Result<PfcShape> make_pfc(uint64_t xoff, uint64_t xon, uint64_t watchdog_ns, uint32_t mtu) {
@@ -155,6 +181,10 @@ Result<void> set_link_shape_field(LinkShape& s, std::string_view key, std::strin
   }
   if (key == "reorder") return assign(s.reorder, parse_bool(text));
   if (key == "down") return assign(s.down, parse_bool(text));
+  if (key == "ecn") {
+    if (off) return assign(s.ecn, Result<RedEcn>(RedEcn{}));
+    return assign(s.ecn, parse_red(text));
+  }
   if (key == "pfc") {
     if (off) return assign(s.pfc, Result<PfcShape>(PfcShape{}));
     return assign(s.pfc, parse_pfc(text, mtu));

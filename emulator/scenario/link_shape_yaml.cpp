@@ -44,6 +44,22 @@ PfcShape read_pfc(const Field& f, uint32_t mtu) {
   return *p;
 }
 
+// ecn: {kmin: 400K, kmax: 1600K, pmax: 20%}, or ecn: off.
+RedEcn read_red(const Field& f) {
+  if (f.is_scalar()) {
+    if (f.str() == "off") return RedEcn{};
+    f.fail("ecn is {kmin: 400K, kmax: 1600K, pmax: 20%} (RED marking), or off");
+  }
+  f.check_keys({"kmin", "kmax", "pmax"});
+  const Field kmin = f.at("kmin", "the backlog from which marking starts, e.g. 400K");
+  const Field kmax = f.at("kmax", "the backlog above which every frame is marked, e.g. 1600K");
+  const Field pmax = f.at("pmax", "the marking probability at kmax, e.g. 20%");
+  auto r = make_red_ecn(kmin.parsed(parse_size_bytes), kmax.parsed(parse_size_bytes),
+                        pmax.parsed(parse_loss));
+  if (!r) (r.error().message.rfind("pmax", 0) == 0 ? pmax : kmax).fail(r.error().message);
+  return *r;
+}
+
 }  // namespace
 
 namespace {
@@ -65,6 +81,8 @@ LinkShape read_shape_fields(const Field& map, uint32_t mtu, ShapeSyntax syntax) 
       shape.loss_burst = read_burst_loss(*f);
     } else if (key == "pfc" && (!change || f->is_map())) {
       shape.pfc = read_pfc(*f, mtu);
+    } else if (key == "ecn" && (!change || f->is_map())) {
+      shape.ecn = read_red(*f);
     } else if (auto r = set_link_shape_field(shape, key, f->str(), mtu, syntax); !r) {
       f->fail(r.error().message);
     }

@@ -42,6 +42,7 @@ void LinkShape::merge(const LinkShape& over) {
   }
   take_if_set(ecn_threshold_ns, over.ecn_threshold_ns);
   take_if_set(ecn_threshold_bytes, over.ecn_threshold_bytes);
+  take_if_set(ecn, over.ecn);
   take_if_set(down, over.down);
   take_if_set(pfc, over.pfc);
   take_if_set(corrupt, over.corrupt);
@@ -93,6 +94,11 @@ std::string LinkShape::str() const {
   if ((ecn_threshold_ns || ecn_threshold_bytes) && !ecn_threshold_ns.value_or(0) &&
       !ecn_threshold_bytes.value_or(0))
     add("ecn_threshold off");
+  if (ecn && ecn->kmax_bytes)
+    add("ecn {kmin " + format_size(ecn->kmin_bytes) + ", kmax " + format_size(ecn->kmax_bytes) +
+        ", pmax " + percent(ecn->pmax) + "}");
+  else if (ecn)
+    add("ecn off");
   if (pfc && pfc->xoff_bytes)
     add("pfc {xoff " + format_size(pfc->xoff_bytes) + ", xon " + format_size(pfc->xon_bytes) +
         (pfc->watchdog_ns ? ", watchdog " + format_time_ns(pfc->watchdog_ns) : "") + "}");

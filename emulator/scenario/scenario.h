@@ -39,6 +39,16 @@ struct PfcShape {
   bool operator==(const PfcShape&) const = default;
 };
 
+// ECN marking like a switch's RED/WRED profile (as DCQCN deployments configure it): a frame that
+// finds a backlog of at most `kmin_bytes` is not marked, one between kmin and kmax with a
+// probability rising linearly to `pmax`, one above kmax always. kmax_bytes 0: off.
+struct RedEcn {
+  uint64_t kmin_bytes = 0;
+  uint64_t kmax_bytes = 0;
+  double pmax = 0;  // 0 < pmax <= 1
+  bool operator==(const RedEcn&) const = default;
+};
+
 struct LinkShape {
   std::optional<uint64_t> rate_bps;
   std::optional<uint64_t> delay_ns;
@@ -50,6 +60,7 @@ struct LinkShape {
   std::optional<uint64_t> queue_bytes;
   std::optional<uint64_t> ecn_threshold_ns;
   std::optional<uint64_t> ecn_threshold_bytes;  // the same as a backlog, like a switch's K
+  std::optional<RedEcn> ecn;                    // RED: probability from kmin to kmax
   std::optional<bool> down;
   std::optional<PfcShape> pfc;
   // Damage on the wire (fractions 0..1, seeded like loss): a frame corrupted (the next hop

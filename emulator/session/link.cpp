@@ -16,7 +16,7 @@ Result<LinkShape> link_change(const LinkRequest& req, uint32_t mtu) {
     loss |= key == "loss";
     burst |= key == "loss_burst";
     if (auto r = set_link_shape_field(s, key, text, mtu, ShapeSyntax::Change); !r) {
-      std::string option = "--" + key;
+      std::string option = key == "ecn" ? "--ecn-red" : "--" + std::string(key);
       std::replace(option.begin(), option.end(), '_', '-');
       return with_failure(make_error("link set: " + option + ": " + r.error().message),
                           Failure::BadInput);
@@ -30,7 +30,8 @@ Result<LinkShape> link_change(const LinkRequest& req, uint32_t mtu) {
   if (s.empty())
     return with_failure(
         make_error("link set: nothing to change; give --rate, --delay, --jitter, --loss, "
-                   "--loss-burst, --queue, --ecn-threshold, --pfc, --corrupt, --duplicate or "
+                   "--loss-burst, --queue, --ecn-threshold, --ecn-red, --pfc, --corrupt, --duplicate "
+                   "or "
                    "--reorder/--no-reorder"),
         Failure::BadInput);
   return s;
@@ -105,6 +106,10 @@ Json shape_json(const LinkShape& s) {
   if (s.queue_bytes) j["queue_bytes"] = *s.queue_bytes;
   if (s.ecn_threshold_ns) j["ecn_threshold_ns"] = *s.ecn_threshold_ns;
   if (s.ecn_threshold_bytes) j["ecn_threshold_bytes"] = *s.ecn_threshold_bytes;
+  if (s.ecn && s.ecn->kmax_bytes)
+    j["ecn"] = {{"kmin_bytes", s.ecn->kmin_bytes},
+                {"kmax_bytes", s.ecn->kmax_bytes},
+                {"pmax", s.ecn->pmax}};
   if (s.down) j["down"] = *s.down;
   if (s.pfc && s.pfc->xoff_bytes)
     j["pfc"] = {{"xoff_bytes", s.pfc->xoff_bytes},
@@ -137,6 +142,11 @@ LinkShape shape_from_json(const Json& j) {
     const Json& b = j["loss_burst"];
     s.loss_burst = BurstLoss{b.value("p", 0.0), b.value("r", 0.0), b.value("loss_bad", 0.0),
                              b.value("loss_good", 0.0)};
+  }
+  if (j.is_object() && j.contains("ecn")) {
+    const Json& r = j["ecn"];
+    s.ecn = RedEcn{r.value("kmin_bytes", uint64_t{0}), r.value("kmax_bytes", uint64_t{0}),
+                   r.value("pmax", 0.0)};
   }
   if (j.is_object() && j.contains("pfc")) {
     const Json& p = j["pfc"];

@@ -37,6 +37,11 @@ fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer) {
   if (cfg.rate_bps && !cfg.queue_ns && !cfg.queue_bytes) cfg.queue_ns = kDefaultQueueNs;
   cfg.ecn_threshold_ns = shape.ecn_threshold_ns.value_or(0);
   cfg.ecn_threshold_bytes = shape.ecn_threshold_bytes.value_or(0);
+  if (shape.ecn && shape.ecn->kmax_bytes) {
+    cfg.ecn_kmin_bytes = shape.ecn->kmin_bytes;
+    cfg.ecn_kmax_bytes = shape.ecn->kmax_bytes;
+    cfg.ecn_pmax = probability_u32(shape.ecn->pmax);
+  }
   cfg.loss = probability_u32(shape.loss.value_or(0));
   if (shape.loss_burst) set_gilbert_elliott(cfg, *shape.loss_burst);
   cfg.corrupt = probability_u32(shape.corrupt.value_or(0));
@@ -99,6 +104,8 @@ LinkShape to_shape(const fabemu_link_cfg& cfg) {
   set(s.queue_bytes, cfg.queue_bytes);
   set(s.ecn_threshold_ns, cfg.ecn_threshold_ns);
   set(s.ecn_threshold_bytes, cfg.ecn_threshold_bytes);
+  if (cfg.ecn_kmax_bytes)
+    s.ecn = RedEcn{cfg.ecn_kmin_bytes, cfg.ecn_kmax_bytes, probability_of(cfg.ecn_pmax)};
   if (cfg.flags & FABEMU_LINK_GE) {
     s.loss_burst = BurstLoss{probability_of(cfg.ge_p), probability_of(cfg.ge_r),
                              probability_of(cfg.ge_loss_bad), probability_of(cfg.ge_loss_good)};

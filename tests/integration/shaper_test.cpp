@@ -442,6 +442,42 @@ TEST_F(ShaperTest, MarksCeAboveTheThreshold) {
   EXPECT_EQ(counters().ce_marks, 2u);
 }
 
+TEST_F(ShaperTest, RedMarksWithAProbabilityRisingFromKminToKmax) {
+  // 100-byte frames at 10 kbit/s: frame i finds a backlog of 100 i bytes (80 ms each). RED from
+  // kmin 1000 to kmax 101000 bytes with pmax 50%: frames 0-10 are never marked, frame i in
+  // 11..1010 with p = 50% (100 i - 1000) / 100000, the rest always.
+  LinkShape s;
+  s.rate_bps = 10'000;
+  s.ecn = RedEcn{1000, 101'000, 0.5};
+  fabemu_link_cfg cfg = to_cfg(s, 7, false);
+  cfg.queue_ns = 0;  // a backlog of any length
+  set(cfg);
+  const auto frame = udp_frame(100);
+  int below = 0, between = 0, above = 0;
+  double mean = 0, var = 0;
+  for (int i = 0; i < 1100; ++i) {
+    Verdict v = run(frame);
+    ASSERT_EQ(v.action, TC_ACT_OK);
+    const bool ce = (v.frame[15] & 3) == 3;
+    if (i <= 10) {
+      below += ce;
+    } else if (i <= 1010) {
+      between += ce;
+      const double p = 0.5 * (100.0 * i - 1000) / 100'000;
+      mean += p;
+      var += p * (1 - p);
+    } else {
+      above += ce;
+    }
+  }
+  EXPECT_EQ(below, 0);
+  EXPECT_EQ(above, 89);
+  EXPECT_NEAR(between, mean, 4.5 * std::sqrt(var)) << "expected " << mean;  // ~250 +- 58
+  EXPECT_EQ(counters().ce_marks, uint64_t(between + above));
+  // Not-ECT frames are not marked at any backlog.
+  EXPECT_EQ(run(udp_frame(100, 0)).frame[15] & 3, 0);
+}
+
 TEST_F(ShaperTest, LossRepeatsForASeedAndDiffersForAnother) {
   LinkShape s;
   s.loss = 0.1;

@@ -41,6 +41,26 @@ TEST(LinkShapeText, ScenarioFilesAndLiveChangesAgreeOnEveryValue) {
   EXPECT_FALSE(change_accepts("loss_burst", "1%"));
 }
 
+TEST(LinkShapeText, RedEcnIsAProfileFromKminToKmax) {
+  LinkShape s;
+  ASSERT_TRUE(set_link_shape_field(s, "ecn", "400K,1600K,20%", 1500, ShapeSyntax::Change));
+  ASSERT_TRUE(s.ecn);
+  EXPECT_EQ(*s.ecn, (RedEcn{400 * 1024, 1600 * 1024, 0.2}));
+  EXPECT_EQ(s.str(), "ecn {kmin 400K, kmax 1600K, pmax 20%}");
+  ASSERT_TRUE(set_link_shape_field(s, "ecn", "off", 1500, ShapeSyntax::Change));
+  EXPECT_EQ(s.str(), "ecn off");
+  EXPECT_FALSE(change_accepts("ecn", "1600K,400K,20%"));  // kmax below kmin
+  EXPECT_FALSE(change_accepts("ecn", "400K,1600K,0%"));
+  EXPECT_FALSE(change_accepts("ecn", "400K,1600K,120%"));
+  EXPECT_FALSE(change_accepts("ecn", "400K,1600K"));
+  auto r = load_scenario_string(
+      "name: x\ntopology: {kind: leaf-spine, leaves: 1, spines: 1, hosts_per_leaf: 1}\n"
+      "links: {default: {ecn: {kmin: 0, kmax: 100K, pmax: 100%}}}\n",
+      "t.yaml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->links.defaults.ecn, (RedEcn{0, 100 * 1024, 1.0}));
+}
+
 TEST(LinkShapeText, OnlyALiveChangeTurnsASettingOff) {
   LinkShape s;
   ASSERT_TRUE(set_link_shape_field(s, "rate", "off", 1500, ShapeSyntax::Change));

@@ -118,6 +118,22 @@ TEST(ShaperCfg, ToShapeShowsWhatIsEnforced) {
   EXPECT_TRUE(to_shape(to_cfg(LinkShape{}, 1, false)).empty());
 }
 
+TEST(ShaperCfg, RedEcnGoesThereAndBackAndOffIsNothing) {
+  LinkShape s;
+  s.ecn = RedEcn{400'000, 1'600'000, 0.2};
+  fabemu_link_cfg cfg = to_cfg(s, 1, false);
+  EXPECT_EQ(cfg.ecn_kmin_bytes, 400'000u);
+  EXPECT_EQ(cfg.ecn_kmax_bytes, 1'600'000u);
+  EXPECT_EQ(cfg.ecn_pmax, probability_u32(0.2));
+  LinkShape back = to_shape(cfg);
+  ASSERT_TRUE(back.ecn);
+  EXPECT_EQ(back.ecn->kmax_bytes, 1'600'000u);
+  EXPECT_NEAR(back.ecn->pmax, 0.2, 1e-9);
+  s.ecn = RedEcn{};  // a live change's off
+  EXPECT_EQ(to_cfg(s, 1, false).ecn_kmax_bytes, 0u);
+  EXPECT_FALSE(to_shape(to_cfg(s, 1, false)).ecn);
+}
+
 TEST(ShaperCfg, LinkSeedsAreStableAndDistinct) {
   EXPECT_EQ(link_seed(42, "leaf1>spine2"), link_seed(42, "leaf1>spine2"));
   std::set<uint64_t> seeds;
