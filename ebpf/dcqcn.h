@@ -56,8 +56,8 @@ struct fabemu_dcqcn_cfg {
  * address and the QP number it carries). */
 struct fabemu_dcqcn_key {
   __u32 ifindex;
-  __u32 peer;  /* IPv4, network order */
-  __u32 qpn;   /* 24 bits */
+  __u32 peer; /* IPv4, network order */
+  __u32 qpn;  /* 24 bits */
   __u32 pad;
 };
 
@@ -68,9 +68,9 @@ struct fabemu_dcqcn_qp {
   __u64 alpha;      /* a fraction of FABEMU_DCQCN_ONE */
   __u64 alpha_at;   /* the next alpha update (0: no CNP yet: the line rate) */
   __u64 decrease_at;
-  __u64 increase_at; /* the next rate increase (0: none armed) */
-  __u32 stage;       /* increase events since the last decrease */
-  __u32 alpha_cnp;   /* a CNP came since the last alpha update */
+  __u64 increase_at;  /* the next rate increase (0: none armed) */
+  __u32 stage;        /* increase events since the last decrease */
+  __u32 alpha_cnp;    /* a CNP came since the last alpha update */
   __u32 decrease_cnp; /* ... since the last decrease check */
   __u32 pad;
   __u64 next_send_ns; /* pacing: the QP's next frame may leave from then */
@@ -87,7 +87,12 @@ struct fabemu_dcqcn_counters {
   __u64 ce_received;   /* CE-marked RoCEv2 frames that arrived */
   __u64 cnps_held;     /* CE frames within a QP's CNP interval: no CNP */
   __u64 paced;         /* frames the reaction point held back */
+  __u64 untracked;     /* frames and CNPs of QPs beyond FABEMU_DCQCN_MAX_QPS: not paced */
 };
+
+/* skb->mark bit of the clone of a CE-marked frame on its way back through the ingress, where it
+ * becomes the CNP that answers it (the mark stays in the namespace: a veth scrubs it). */
+#define FABEMU_CNP_MARK 0x20000000U
 
 /* Notification point: when this port last sent a CNP for the QP (key as the data frames' sender
  * names it: the data's source address and destination QP). */
@@ -95,10 +100,14 @@ struct fabemu_dcqcn_np {
   __u64 last_cnp_ns;
 };
 
+/* In BPF the two functions with loops are global functions, which the verifier checks once
+ * each instead of again at every call site. */
 #ifdef __cplusplus
 #define FABEMU_DCQCN_INLINE static inline
+#define FABEMU_DCQCN_GLOBAL static inline
 #else
 #define FABEMU_DCQCN_INLINE static __always_inline
+#define FABEMU_DCQCN_GLOBAL __attribute__((noinline))
 #endif
 
 FABEMU_DCQCN_INLINE __u64 fabemu_dcqcn_min(__u64 a, __u64 b) {
@@ -112,9 +121,9 @@ FABEMU_DCQCN_INLINE __u64 fabemu_dcqcn_scale(__u64 x, __u64 f) {
 }
 
 /* The alpha updates due by `t` (those at or before it), the first with the CNP flag. */
-FABEMU_DCQCN_INLINE void fabemu_dcqcn_alpha_to(const struct fabemu_dcqcn_cfg* c,
-                                               struct fabemu_dcqcn_qp* q, __u64 t) {
-  if (!q->alpha_at || q->alpha_at > t || !c->alpha_ns) return;
+FABEMU_DCQCN_GLOBAL int fabemu_dcqcn_alpha_to(const struct fabemu_dcqcn_cfg* c,
+                                              struct fabemu_dcqcn_qp* q, __u64 t) {
+  if (!c || !q || !q->alpha_at || q->alpha_at > t || !c->alpha_ns) return 0;
   __u64 n = (t - q->alpha_at) / c->alpha_ns + 1;
   const __u64 keep = FABEMU_DCQCN_ONE - c->g;
   q->alpha = fabemu_dcqcn_scale(q->alpha, keep) + (q->alpha_cnp ? c->g : 0);
@@ -129,6 +138,7 @@ FABEMU_DCQCN_INLINE void fabemu_dcqcn_alpha_to(const struct fabemu_dcqcn_cfg* c,
   }
   if (k) pow = 0; /* (1 - g)^(2^40): nothing is left */
   q->alpha = fabemu_dcqcn_scale(q->alpha, pow);
+  return 0;
 }
 
 /* One rate increase event: fast recovery, additive or hyper increase by stage. */
@@ -160,9 +170,9 @@ FABEMU_DCQCN_INLINE void fabemu_dcqcn_decrease(const struct fabemu_dcqcn_cfg* c,
 /* The machine's timer events due by `now`, in the order the timers fire them: the decrease
  * check that finds a CNP (only the first check after a CNP can), the rate increases, and the
  * alpha updates between them. */
-FABEMU_DCQCN_INLINE void fabemu_dcqcn_advance(const struct fabemu_dcqcn_cfg* c,
-                                              struct fabemu_dcqcn_qp* q, __u64 now) {
-  if (!q->alpha_at || !c->decrease_ns || !c->rp_timer_ns) return;
+FABEMU_DCQCN_GLOBAL int fabemu_dcqcn_advance(const struct fabemu_dcqcn_cfg* c,
+                                             struct fabemu_dcqcn_qp* q, __u64 now) {
+  if (!c || !q || !q->alpha_at || !c->decrease_ns || !c->rp_timer_ns) return 0;
   for (int i = 0; i < FABEMU_DCQCN_MAX_EVENTS; i++) {
     const __u64 dec = q->decrease_cnp ? q->decrease_at : ~0ULL;
     const __u64 inc = q->increase_at ? q->increase_at : ~0ULL;
@@ -193,6 +203,7 @@ FABEMU_DCQCN_INLINE void fabemu_dcqcn_advance(const struct fabemu_dcqcn_cfg* c,
   if (!q->decrease_cnp && q->decrease_at <= now)
     q->decrease_at += ((now - q->decrease_at) / c->decrease_ns + 1) * c->decrease_ns;
   if (!q->decrease_cnp || q->decrease_at > now) fabemu_dcqcn_alpha_to(c, q, now);
+  return 0;
 }
 
 /* A CNP for the QP at `now`. */

@@ -353,6 +353,9 @@ static __always_inline int wire_drop(void) {
   return bpf_redirect(FABEMU_NO_IFINDEX, 0);
 }
 
+/* DCQCN's notification and reaction points (rdma: {cc: dcqcn}). */
+#include "dcqcn.bpf.h"
+
 /* One frame on its way through a port: what it is, then what the port decided. */
 struct frame {
   __u64 wire, rate, queue_bytes_ns, ecn_bytes_ns, now;
@@ -370,6 +373,10 @@ struct frame {
   __u64 wait, tstamp, done, paused_ns;
   int pause_began;
   __u32 red_r; /* RED's draw (with ecn_kmax_bytes) */
+  /* DCQCN's reaction point (FABEMU_LINK_DCQCN): not before then by the frame's QP's rate. The
+   * link counts the frame's time on the wire from its turn (the bytes the link serves), and the
+   * frame leaves when both allow: a paced QP leaves the wire to the others meanwhile. */
+  __u64 qp_at;
 };
 
 /* The headers each frame of a GSO super-frame carries: Ethernet, IP and TCP (with options) or
@@ -536,12 +543,13 @@ static __always_inline void schedule(const struct fabemu_link_cfg* cfg,
       if (loss) {
         f->v = DROP_LOSS;
       } else if (!(cfg->flags & FABEMU_LINK_POLICER)) {
-        __u64 tstamp = f->done + cfg->delay_ns;
+        const __u64 leave = max_u64(f->done, f->qp_at + tx);
+        __u64 tstamp = leave + cfg->delay_ns;
         if (cfg->jitter_ns) {
           __u64 span = 2 * cfg->jitter_ns + 1;
           __u64 offset = jitter_r % span; /* uniform in [0, 2j]; shifted to [-j, +j] */
           tstamp += offset;
-          tstamp = tstamp > f->done + cfg->jitter_ns ? tstamp - cfg->jitter_ns : f->done;
+          tstamp = tstamp > leave + cfg->jitter_ns ? tstamp - cfg->jitter_ns : leave;
         }
         if ((cfg->flags & FABEMU_LINK_NO_REORDER) && tstamp < st->last_tstamp)
           tstamp = st->last_tstamp;
@@ -629,6 +637,7 @@ int fabemu_shape(struct __sk_buff* skb) {
   struct frame f = {};
   f.v = PASS;
   classify(skb, &cfg, st, &f);
+  if (cfg.flags & FABEMU_LINK_DCQCN) f.qp_at = dcqcn_egress(skb, key, f.now, f.wire);
   schedule(&cfg, st, &f);
   return carry_out(skb, &cfg, cnt, key, &f);
 }

@@ -31,6 +31,9 @@ enum fabemu_link_flags {
   /* The switches seed their own ECMP hashes (net.ipv4.fib_multipath_hash_seed): leave the
    * flow's hash as the sender made it, so that every hop steers it to the same CPU. */
   FABEMU_LINK_KEEP_HASH = 1U << 5,
+  /* A host's own port where the lab runs DCQCN (rdma: {cc: dcqcn}): its RoCEv2 frames are paced
+   * by their QP's rate (ebpf/dcqcn.h) before the link takes them. */
+  FABEMU_LINK_DCQCN = 1U << 6,
 };
 
 /* skb->mark bit of a frame of the lossless class, for the BPF qdisc behind the program (the

@@ -73,7 +73,8 @@ Result<LinkShaper> LinkShaper::load(const ShaperOptions& options) {
           skel->maps.fabemu_ports, skel->maps.fabemu_pfc_cfg, skel->maps.fabemu_pfc_state,
           skel->maps.fabemu_lb_ports, skel->maps.fabemu_lb_routes, skel->maps.fabemu_lb_groups,
           skel->maps.fabemu_lb_seq, skel->maps.fabemu_lb_flows, skel->maps.fabemu_lb_counters,
-          skel->maps.fabemu_lb_order}) {
+          skel->maps.fabemu_lb_order, skel->maps.fabemu_dcqcn_cfg, skel->maps.fabemu_dcqcn_qps,
+          skel->maps.fabemu_dcqcn_np, skel->maps.fabemu_dcqcn_counters}) {
       std::string path = options.pin_dir + "/" + bpf_map__name(map);
       if (int err = bpf_map__set_pin_path(map, path.c_str()); err < 0)
         return make_error("setting the pin path " + path, -err);
@@ -94,6 +95,9 @@ int LinkShaper::prog_fd() const {
 }
 int LinkShaper::balance_prog_fd() const {
   return bpf_program__fd(skel_->progs.fabemu_balance);
+}
+int LinkShaper::roce_prog_fd() const {
+  return bpf_program__fd(skel_->progs.fabemu_roce_in);
 }
 int LinkShaper::cfg_fd() const {
   return bpf_map__fd(skel_->maps.fabemu_cfg);

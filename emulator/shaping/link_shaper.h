@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ebpf/dcqcn.h"
 #include "ebpf/link_shaper.h"
 #include "ebpf/load_balance.h"
 #include "plan/plan.h"
@@ -65,6 +66,23 @@ struct FlowOrderCounters {
   uint32_t qp = 0;                // RoCEv2: the destination QP
   bool roce = false;
   uint64_t frames = 0, reordered = 0;
+};
+
+// DCQCN at one host port (rdma: {cc: dcqcn}), summed over CPUs (see ebpf/dcqcn.h).
+struct DcqcnCounters {
+  uint64_t cnps_sent = 0, cnps_received = 0, ce_received = 0, cnps_held = 0, paced = 0,
+           untracked = 0;
+};
+
+// One QP as its sender's reaction point sees it, its rate advanced to the moment of the read.
+struct DcqcnQp {
+  uint32_t ifindex = 0;                   // the sender's port
+  uint32_t peer = 0;                      // IPv4 of the receiver, host order
+  uint32_t qpn = 0;                       // the destination QP its frames carry
+  bool cut = false;                       // a CNP came (else the line rate)
+  uint64_t rate_bps = 0, target_bps = 0;  // in the lab's wall units (dilated)
+  double alpha = 0;
+  uint64_t cnps = 0, decreases = 0, packets = 0, bytes = 0;
 };
 
 // A port somebody attached to, as recorded in the ports map.
@@ -154,6 +172,19 @@ class LinkShaper {
   Result<std::vector<FlowOrderCounters>> flow_order() const;
   // The balancer, for BPF_PROG_TEST_RUN.
   int balance_prog_fd() const;
+
+  // DCQCN at a host port (shaping/dcqcn.cpp): its NIC's parameters, for the reaction point
+  // at its egress (the port shaped with FABEMU_LINK_DCQCN) and the notification point at its
+  // ingress, which `attach_notification_point` puts there (the port in the calling thread's
+  // namespace, `where`).
+  Result<void> set_dcqcn(uint32_t ifindex, const fabemu_dcqcn_cfg& cfg);
+  Result<void> attach_notification_point(const std::string& ifname, uint32_t ifindex,
+                                         const std::string& where);
+  Result<DcqcnCounters> dcqcn_counters(uint32_t ifindex) const;
+  // Every QP the lab's reaction points track.
+  Result<std::vector<DcqcnQp>> dcqcn_qps() const;
+  // The notification point's program, for BPF_PROG_TEST_RUN.
+  int roce_prog_fd() const;
 
   // The program, for BPF_PROG_TEST_RUN and for other attach methods (tcx).
   int prog_fd() const;

@@ -87,6 +87,12 @@ class ShaperTest : public ::testing::Test {
   // `gso_segs` > 1: a GSO super-frame of that many frames of `gso_size` bytes of payload.
   Verdict run(const std::vector<uint8_t>& frame, uint32_t ifindex = kLo, uint64_t tstamp = 0,
               uint32_t ingress_ifindex = 0, uint32_t gso_segs = 0, uint32_t gso_size = 0) {
+    return run_prog(shaper_->prog_fd(), frame, ifindex, tstamp, ingress_ifindex, gso_segs,
+                    gso_size);
+  }
+  Verdict run_prog(int prog_fd, const std::vector<uint8_t>& frame, uint32_t ifindex = kLo,
+                   uint64_t tstamp = 0, uint32_t ingress_ifindex = 0, uint32_t gso_segs = 0,
+                   uint32_t gso_size = 0) {
     __sk_buff ctx{}, ctx_out{};
     ctx.ifindex = ifindex;
     ctx.tstamp = tstamp;
@@ -106,7 +112,7 @@ class ShaperTest : public ::testing::Test {
     opts.ctx_out = &ctx_out;
     opts.ctx_size_out = sizeof(ctx_out);
     opts.repeat = 1;
-    int err = bpf_prog_test_run_opts(shaper_->prog_fd(), &opts);
+    int err = bpf_prog_test_run_opts(prog_fd, &opts);
     EXPECT_EQ(err, 0) << "BPF_PROG_TEST_RUN: " << std::strerror(-err);
     v.action = int(opts.retval);
     v.tstamp = ctx_out.tstamp;
@@ -919,5 +925,154 @@ TEST_F(VethTest, FqHonoursTheShapersDepartureTimes) {
               wire_bits / seconds / 1e6, seconds, first_ns / 1e6);
 }
 
+// --- DCQCN (ebpf/dcqcn.bpf.h): the reaction point's pacing, the notification point's CNPs.
+
+// A RoCEv2 frame (UDP to 4791) from 10.0.0.1 to 10.0.0.2 whose BTH has `opcode` and names
+// destination QP `qpn`, with ECN `ecn`; `reply`: from 10.0.0.2 to 10.0.0.1.
+std::vector<uint8_t> bth_frame(size_t size, uint8_t opcode, uint32_t qpn, uint8_t ecn,
+                               bool reply = false) {
+  std::vector<uint8_t> f = roce_frame(size);
+  uint8_t* ip = f.data() + sizeof(ethhdr);
+  ip[1] = ecn;
+  if (reply) {
+    for (int i = 0; i < 4; ++i) std::swap(ip[12 + i], ip[16 + i]);
+  }
+  ip[10] = ip[11] = 0;
+  const uint16_t sum = htons(ip_checksum(ip, 20));
+  std::memcpy(ip + 10, &sum, 2);
+  uint8_t* bth = ip + 20 + 8;
+  std::memset(bth, 0, 12);
+  bth[0] = opcode;
+  bth[5] = uint8_t(qpn >> 16);
+  bth[6] = uint8_t(qpn >> 8);
+  bth[7] = uint8_t(qpn);
+  return f;
+}
+
+// HPCC's ns-3 defaults (ebpf/dcqcn.h) on a link of `line` bit/s; the rate increase timer `rp`.
+fabemu_dcqcn_cfg dcqcn_cfg(uint64_t line, uint64_t rp_timer_ns = 300'000) {
+  fabemu_dcqcn_cfg c{};
+  c.line_bps = line;
+  c.min_bps = line / 100;
+  c.ai_bps = line / 5000;
+  c.hai_bps = line / 500;
+  c.alpha_ns = 1'000;
+  c.decrease_ns = 4'000;
+  c.rp_timer_ns = rp_timer_ns;
+  c.cnp_interval_ns = 50'000;
+  c.g = FABEMU_DCQCN_ONE / 256;
+  c.fast_recovery = 1;
+  return c;
+}
+
+TEST_F(ShaperTest, DcqcnPacesAQpAtItsRateAfterACnpAndMakesItsFramesEct) {
+  constexpr uint64_t kLine = 1'000'000;  // 1000-byte frames: 8 ms each
+  LinkShape s;
+  s.rate_bps = kLine;
+  fabemu_link_cfg cfg = to_cfg(s, 1, false);
+  cfg.queue_ns = 0;
+  cfg.flags |= FABEMU_LINK_DCQCN;
+  set(cfg);
+  ASSERT_TRUE(shaper_->set_dcqcn(kLo, dcqcn_cfg(kLine, 10'000'000'000ull)));
+  const auto data = bth_frame(1000, 0x04 /* SEND_ONLY */, 0x123, 0 /* Not-ECT */);
+
+  // Before any CNP: the line rate, and the frames leave ECT(0) with a valid IPv4 checksum.
+  std::vector<uint64_t> at;
+  for (int i = 0; i < 3; ++i) {
+    Verdict v = run(data);
+    ASSERT_EQ(v.action, TC_ACT_OK);
+    EXPECT_EQ(v.frame[15] & 3, 2);
+    EXPECT_EQ(ip_checksum(v.frame.data() + 14, 20), 0);
+    at.push_back(v.tstamp);
+  }
+  EXPECT_EQ(at[1] - at[0], 8'000'000u);
+  EXPECT_EQ(at[2] - at[1], 8'000'000u);
+
+  // A CNP for the QP (from its peer, naming the QP its frames carry): the NIC takes it.
+  const Verdict cnp = run_prog(shaper_->roce_prog_fd(), bth_frame(74, 0x81, 0x123, 0, true));
+  EXPECT_EQ(cnp.action, TC_ACT_SHOT);
+  auto counters = shaper_->dcqcn_counters(kLo);
+  ASSERT_TRUE(counters) << counters.error().what();
+  EXPECT_EQ(counters->cnps_received, 1u);
+
+  // After the decrease check (4 us later) the QP sends at Rc = line (1 - alpha / 2), and its
+  // frames leave that far apart (the link's own turn is shorter).
+  std::this_thread::sleep_for(2ms);
+  auto qps = shaper_->dcqcn_qps();
+  ASSERT_TRUE(qps) << qps.error().what();
+  ASSERT_EQ(qps->size(), 1u);
+  const DcqcnQp q = qps->front();
+  EXPECT_EQ(q.peer, 0x0a000002u);
+  EXPECT_EQ(q.qpn, 0x123u);
+  EXPECT_TRUE(q.cut);
+  EXPECT_EQ(q.decreases, 1u);
+  EXPECT_NEAR(double(q.rate_bps), double(kLine) * (1 - std::pow(1 - 1 / 256.0, 4) / 2), 2);
+  at.clear();
+  for (int i = 0; i < 3; ++i) at.push_back(run(data).tstamp);
+  EXPECT_EQ(at[2] - at[1], 1000ull * 8'000'000'000ull / q.rate_bps);
+  EXPECT_GT(shaper_->dcqcn_counters(kLo)->paced, 0u);
+}
+
+// The notification point at b0 (10.77.0.2) answers CE-marked RoCEv2 datagrams from a with a CNP
+// to the QP they name, at most one per cnp_interval; a's reaction point takes CNPs for its QPs.
+TEST_F(VethTest, DcqcnNotificationPointAnswersCeWithACnpOncePerInterval) {
+  fabemu_dcqcn_cfg c = dcqcn_cfg(1'000'000'000);
+  c.cnp_interval_ns = 300'000'000;                 // 300 ms: the second frame is within it
+  ASSERT_TRUE(shaper_->set_dcqcn(ifindex_b_, c));  // a0 has the same key: fresh namespaces
+  in_ns(fd_b_.get(), [&] {
+    auto r = shaper_->attach_notification_point("b0", ifindex_b_, "b");
+    ASSERT_TRUE(r) << r.error().what();
+  });
+  // Sends one CE-marked SEND_ONLY for QP 0xabc from a:4791; what a's socket receives within
+  // `wait`, if anything.
+  auto exchange = [&](std::chrono::milliseconds wait) {
+    std::vector<uint8_t> got;
+    in_ns(fd_a_.get(), [&] {
+      UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+      int one = 1, ce = 3;
+      ::setsockopt(sock.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+      ASSERT_EQ(::setsockopt(sock.get(), IPPROTO_IP, IP_TOS, &ce, sizeof(ce)), 0);
+      sockaddr_in me{AF_INET, htons(4791), {htonl(0x0a4d0001)}, {}};
+      ASSERT_EQ(::bind(sock.get(), reinterpret_cast<sockaddr*>(&me), sizeof(me)), 0);
+      timeval tv{0, int(std::chrono::microseconds(wait).count())};
+      ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+      uint8_t bth[12 + 100] = {0x04, 0, 0xff, 0xff, 0, 0x00, 0x0a, 0xbc};
+      sockaddr_in peer{AF_INET, htons(4791), {htonl(0x0a4d0002)}, {}};
+      ASSERT_EQ(::sendto(sock.get(), bth, sizeof(bth), 0, reinterpret_cast<sockaddr*>(&peer),
+                         sizeof(peer)),
+                ssize_t(sizeof(bth)));
+      uint8_t buf[256];
+      const ssize_t n = ::recv(sock.get(), buf, sizeof(buf), 0);
+      if (n > 0) got.assign(buf, buf + n);
+    });
+    return got;
+  };
+  const std::vector<uint8_t> cnp = exchange(1000ms);
+  ASSERT_EQ(cnp.size(), 32u) << "a CNP: BTH, 16 reserved bytes and the ICRC";
+  EXPECT_EQ(cnp[0], 0x81);
+  EXPECT_EQ(cnp[4], 0x40) << "BECN";
+  EXPECT_EQ(cnp[5] << 16 | cnp[6] << 8 | cnp[7], 0xabc);
+  EXPECT_TRUE(exchange(200ms).empty()) << "a second CNP within the interval";
+  auto n = shaper_->dcqcn_counters(ifindex_b_);
+  ASSERT_TRUE(n) << n.error().what();
+  EXPECT_EQ(n->ce_received, 2u);
+  EXPECT_EQ(n->cnps_sent, 1u);
+  EXPECT_EQ(n->cnps_held, 1u);
+
+  // With DCQCN at a too, its NIC takes the CNP: the socket sees nothing, the QP is cut.
+  in_ns(fd_a_.get(), [&] {
+    auto r = shaper_->attach_notification_point("a0", ifindex_a_, "a");
+    ASSERT_TRUE(r) << r.error().what();
+  });
+  std::this_thread::sleep_for(150ms);  // past the interval
+  EXPECT_TRUE(exchange(500ms).empty()) << "the CNP reached the application";
+  auto qps = shaper_->dcqcn_qps();
+  ASSERT_TRUE(qps) << qps.error().what();
+  ASSERT_EQ(qps->size(), 1u);
+  EXPECT_EQ(qps->front().peer, 0x0a4d0002u);
+  EXPECT_EQ(qps->front().qpn, 0xabcu);
+  EXPECT_EQ(qps->front().cnps, 1u);
+  EXPECT_EQ(shaper_->dcqcn_counters(ifindex_a_)->cnps_received, 1u);
+}
 }  // namespace
 }  // namespace fabemu
