@@ -23,6 +23,7 @@ Result<void> shape_port_here(LinkShaper& shaper, const ShapePort& p, NetlinkSock
                           ", the plan gave it " + std::to_string(p.ifindex),
                       EINVAL);
   FABEMU_TRY(shaper.set(p));
+  if (p.dcqcn) FABEMU_TRY(shaper.attach_notification_point(p.ifname, p.ifindex, p.ns));
   if (set_gso) {
     if (auto r = set_gso_max_segs(rtnl, static_cast<int>(p.ifindex), p.gso_max_segs); !r)
       return r.error().context(where + " (kernels before 5.19 cannot change it after creation)");

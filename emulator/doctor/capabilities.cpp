@@ -197,7 +197,7 @@ Result<void> choose_rdma(const Scenario& s, Capabilities& caps, RdmaChoice& out)
     return ok();
   }
   if (rxe.status == ProbeStatus::Unknown) {  // not probed (a dry run without root)
-    out = {s.rdma == RdmaMode::On, rxe.detail};
+    out = {s.rdma == RdmaMode::On || s.rdma_cc.cc == RoceCc::Dcqcn, rxe.detail};
     return ok();
   }
   if (s.rdma == RdmaMode::On)
@@ -207,6 +207,36 @@ Result<void> choose_rdma(const Scenario& s, Capabilities& caps, RdmaChoice& out)
         ". Use rdma: {enabled: auto} (or off), or a kernel >= 7.1 with rdma_rxe "
         "(./scripts/vm-run runs one)");
   out = {false, rxe.detail};
+  return ok();
+}
+
+// rdma.cc: dcqcn: rxe on the hosts, fq to pace QPs by departure time, and a line rate on every
+// host's own port, above the minimum rate.
+Result<void> check_dcqcn(const LabModel& m, const PlanOptions& o) {
+  const Scenario& s = m.scenario;
+  if (s.rdma_cc.cc != RoceCc::Dcqcn) return ok();
+  const std::string at = s.rdma_cc.loc.str() + ": rdma.cc: dcqcn";
+  if (!o.rdma.rxe)
+    return refused(at + " runs over soft-RoCE, which this lab has none of: " + o.rdma.why_not +
+                   ". Use a kernel >= 7.1 with rdma_rxe (./scripts/vm-run runs one)");
+  if (!o.fq)
+    return refused(at + " paces each QP by departure time, which needs the fq qdisc: " +
+                   o.no_fq_reason + ". Use a kernel with sch_fq (./scripts/vm-run runs one)");
+  const Topology& t = m.topo;
+  for (const Link& l : t.links)
+    for (bool back : {false, true}) {
+      const int from = back ? l.b.node : l.a.node;
+      if (t.nodes[from].role != Role::Host) continue;
+      const LinkShape& shape = back ? l.b_to_a : l.a_to_b;
+      const uint64_t rate = shape.rate_bps.value_or(0);
+      const std::string name = t.nodes[from].name;
+      if (!rate)
+        return refused(at + " needs a rate on every host's link (its NIC's line rate); " + name +
+                       "'s has none");
+      if (s.rdma_cc.dcqcn.min_rate_bps >= rate)
+        return refused(at + ": dcqcn.min_rate (" + format_rate(s.rdma_cc.dcqcn.min_rate_bps) +
+                       ") must be below the line rate of " + name + " (" + format_rate(rate) + ")");
+    }
   return ok();
 }
 
@@ -249,6 +279,7 @@ Result<PlanOptions> choose_plan_options(const LabModel& m, Capabilities& caps,
   FABEMU_TRY(check_clock(s));
   FABEMU_TRY(choose_shaping(m, caps, options, out));
   FABEMU_TRY(choose_rdma(s, caps, out.rdma));
+  FABEMU_TRY(check_dcqcn(m, out));
   return out;
 }
 

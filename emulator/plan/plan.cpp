@@ -146,6 +146,26 @@ std::string node_netns_path(const LabModel& m, const LabPaths& paths, int node) 
   return paths.netns_pin(namespace_owner(m, node));
 }
 
+DcqcnParams dcqcn_params(const DcqcnSpec& d, uint64_t wall_line_bps, const TimeScale& t) {
+  DcqcnParams p;
+  p.line_bps = wall_line_bps;
+  const double real_line = t.real_bps(double(wall_line_bps));
+  auto wall_rate = [&](double real_bps) {
+    return std::max<uint64_t>(uint64_t(std::llround(real_bps / t.factor)), 1);
+  };
+  p.ai_bps = d.ai_bps ? t.wall_bps(*d.ai_bps) : wall_rate(5e6 * real_line / 25e9);
+  p.hai_bps = d.hai_bps ? t.wall_bps(*d.hai_bps) : wall_rate(50e6 * real_line / 25e9);
+  p.min_bps = t.wall_bps(d.min_rate_bps);
+  p.alpha_ns = t.wall_ns(d.alpha_interval_ns);
+  p.decrease_ns = t.wall_ns(d.decrease_interval_ns);
+  p.rp_timer_ns = t.wall_ns(d.rp_timer_ns);
+  p.cnp_interval_ns = t.wall_ns(d.cnp_interval_ns);
+  p.g = d.g;
+  p.fast_recovery = d.fast_recovery;
+  p.clamp_target = d.clamp_target;
+  return p;
+}
+
 ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_a,
                   const PlanOptions& options, const LinkShape& shape) {
   const Topology& t = m.topo;
@@ -172,6 +192,9 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   if (!options.fq && options.htb) p.htb = htb_params_for(p.shape);
   p.gso_max_segs = gso_max_segs_for(m.scenario.fabric);
   p.keep_hash = options.ecmp_seeds;
+  if (m.scenario.rdma_cc.cc == RoceCc::Dcqcn && (options.rdma.rxe || m.rdma.rxe) &&
+      t.nodes[from.node].role == Role::Host && p.shape.rate_bps.value_or(0))
+    p.dcqcn = dcqcn_params(m.scenario.rdma_cc.dcqcn, *p.shape.rate_bps, m.time_scale);
   return p;
 }
 

@@ -118,6 +118,20 @@ struct LoadShaper {
 // in queue mode: "fp" and 13 hex digits of a hash of the name.
 std::string pfc_qdisc_kind(const std::string& lab);
 
+// DCQCN at a host's own port (rdma: {cc: dcqcn}, ebpf/dcqcn.h): its NIC's parameters, in the
+// lab's wall units (rates / N, times x N).
+struct DcqcnParams {
+  uint64_t line_bps = 0, min_bps = 0, ai_bps = 0, hai_bps = 0;
+  uint64_t alpha_ns = 0, decrease_ns = 0, rp_timer_ns = 0, cnp_interval_ns = 0;
+  double g = 0;
+  uint32_t fast_recovery = 0;
+  bool clamp_target = false;
+};
+
+// The parameters of `d` at a NIC whose link runs at `wall_line_bps` under `t`: ai and hai by
+// default 5 and 50 Mbit/s per 25 Gbit/s of the real line rate, as HPCC scales them.
+DcqcnParams dcqcn_params(const DcqcnSpec& d, uint64_t wall_line_bps, const TimeScale& t);
+
 // The link model on one port, i.e. one direction of one link: attach the program at its
 // egress, write the shape, turn segmentation and receive offloads off, and (with fq) make fq
 // the root qdisc that releases packets at the departure times the program sets.
@@ -143,6 +157,9 @@ struct ShapePort {
   // The switches seed their own ECMP hashes (PlanOptions::ecmp_seeds): the program leaves the
   // flow's hash as it is.
   bool keep_hash = false;
+  // A host's own port in a lab that runs DCQCN: its reaction point paces the host's QPs at its
+  // egress, its notification point answers CE at its ingress.
+  std::optional<DcqcnParams> dcqcn;
 };
 
 // A permanent ARP entry: the peer of a /31 port, at the MAC the plan gave it.

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -301,12 +302,75 @@ PlacementSpec read_placement(const Field& f) {
   return p;
 }
 
-RdmaMode read_rdma(const Field& f) {
-  f.check_keys({"enabled"});
-  auto enabled = f.find("enabled");
-  if (!enabled) return RdmaMode::Auto;
-  return enabled->choice<RdmaMode>(
-      {{"auto", RdmaMode::Auto}, {"on", RdmaMode::On}, {"off", RdmaMode::Off}});
+// An interval of DCQCN's, > 0 and at most a second.
+uint64_t read_interval(const Field& f) {
+  const uint64_t ns = f.parsed(parse_time_ns);
+  if (ns == 0 || ns > 1'000'000'000) f.fail("must be above 0 and at most 1s, e.g. 4us");
+  return ns;
+}
+
+// g: a fraction in (0, 1], as a number (0.00390625) or "1/256".
+double read_gain(const Field& f) {
+  const std::string text = f.str();
+  double g = 0;
+  if (const size_t slash = text.find('/'); slash != std::string::npos) {
+    char* end = nullptr;
+    const double num = std::strtod(text.c_str(), &end);
+    const double den =
+        end == text.c_str() + slash ? std::strtod(text.c_str() + slash + 1, &end) : 0;
+    if (*end != '\0' || den == 0) f.fail("'" + text + "' is not a fraction like 1/256");
+    g = num / den;
+  } else {
+    g = f.number();
+  }
+  if (!(g > 0) || g > 1) f.fail("g must be above 0 and at most 1, e.g. 1/256");
+  return g;
+}
+
+// rdma.dcqcn: {alpha_interval: 1us, ..., clamp_target: false}.
+DcqcnSpec read_dcqcn(const Field& f) {
+  f.check_keys({"alpha_interval", "decrease_interval", "rp_timer", "cnp_interval", "g", "ai", "hai",
+                "min_rate", "fast_recovery", "clamp_target"});
+  DcqcnSpec d;
+  if (auto v = f.find("alpha_interval")) d.alpha_interval_ns = read_interval(*v);
+  if (auto v = f.find("decrease_interval")) d.decrease_interval_ns = read_interval(*v);
+  if (auto v = f.find("rp_timer")) d.rp_timer_ns = read_interval(*v);
+  if (auto v = f.find("cnp_interval")) d.cnp_interval_ns = read_interval(*v);
+  if (auto v = f.find("g")) d.g = read_gain(*v);
+  for (auto [key, out] : {std::pair{"ai", &d.ai_bps}, {"hai", &d.hai_bps}})
+    if (auto v = f.find(key)) {
+      *out = v->parsed(parse_rate);
+      if (**out == 0) v->fail("must be above 0, e.g. 20mbit");
+    }
+  if (auto v = f.find("min_rate")) {
+    d.min_rate_bps = v->parsed(parse_rate);
+    if (d.min_rate_bps == 0) v->fail("must be above 0, e.g. 1gbit");
+  }
+  if (auto v = f.find("fast_recovery")) d.fast_recovery = uint32_t(v->integer(0, 1000));
+  if (auto v = f.find("clamp_target")) d.clamp_target = v->boolean();
+  return d;
+}
+
+// rdma: {enabled: auto|on|off, cc: none|dcqcn, dcqcn: {...}}.
+RdmaMode read_rdma(const Field& f, RdmaCcSpec& cc) {
+  f.check_keys({"enabled", "cc", "dcqcn"});
+  RdmaMode mode = RdmaMode::Auto;
+  if (auto enabled = f.find("enabled"))
+    mode = enabled->choice<RdmaMode>(
+        {{"auto", RdmaMode::Auto}, {"on", RdmaMode::On}, {"off", RdmaMode::Off}});
+  if (auto c = f.find("cc")) {
+    cc.cc = c->choice<RoceCc>({{"none", RoceCc::None}, {"dcqcn", RoceCc::Dcqcn}});
+    cc.loc = c->loc();
+    if (cc.cc == RoceCc::Dcqcn && mode == RdmaMode::Off)
+      c->fail(
+          "dcqcn is RoCE's congestion control, and rdma.enabled is off; use enabled: auto "
+          "or on, or cc: none");
+  }
+  if (auto d = f.find("dcqcn")) {
+    if (cc.cc != RoceCc::Dcqcn) d->fail("DCQCN's parameters without cc: dcqcn; add cc: dcqcn");
+    cc.dcqcn = read_dcqcn(*d);
+  }
+  return mode;
 }
 
 // A section written as "key:" with nothing after it is the same as leaving it out.
@@ -334,7 +398,7 @@ Scenario read_scenario(const Field& root) {
   s.topology = read_topology(root.at("topology"), s.fabric.mtu);
   if (auto f = section(root, "hosts")) s.hosts = read_hosts(*f);
   if (auto f = section(root, "links")) s.links = read_links(*f, s.fabric);
-  if (auto f = section(root, "rdma")) s.rdma = read_rdma(*f);
+  if (auto f = section(root, "rdma")) s.rdma = read_rdma(*f, s.rdma_cc);
   if (auto f = section(root, "workload"))
     s.workload = read_workload(*f, s.fabric.mtu, s.time_scale);
   if (auto f = section(root, "faults")) s.faults = read_faults(*f, s.fabric.mtu);

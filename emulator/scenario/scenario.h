@@ -268,6 +268,32 @@ struct LinksSpec {
 
 enum class RdmaMode { Auto, On, Off };
 
+// rdma.dcqcn: DCQCN's parameters for soft-RoCE (ebpf/dcqcn.h), in the real fabric's units
+// (dilated like every other time and rate). The defaults are HPCC's ns-3 DCQCN
+// (alibaba-edu/High-Precision-Congestion-Control, simulation/run.py).
+struct DcqcnSpec {
+  uint64_t alpha_interval_ns = 1'000;     // alpha's update
+  uint64_t decrease_interval_ns = 4'000;  // the rate decrease check
+  uint64_t rp_timer_ns = 300'000;         // the rate increase timer
+  uint64_t cnp_interval_ns = 50'000;      // notification point: one CNP per QP per this
+  double g = 1.0 / 256;                   // alpha's gain
+  std::optional<uint64_t> ai_bps;         // default 5 Mbit/s x (line rate / 25 Gbit/s)
+  std::optional<uint64_t> hai_bps;        // default 50 Mbit/s x (line rate / 25 Gbit/s)
+  uint64_t min_rate_bps = 1'000'000'000;
+  uint32_t fast_recovery = 1;  // F: rounds of fast recovery before additive increase
+  bool clamp_target = false;   // every decrease sets Rt = Rc (HPCC: only after the first stage)
+};
+
+// rdma.cc: what RoCE senders do about congestion. none: nothing (rxe's own), PFC alone holds
+// the fabric lossless; dcqcn: fabemu's DCQCN at every host's NIC.
+enum class RoceCc { None, Dcqcn };
+
+struct RdmaCcSpec {
+  RoceCc cc = RoceCc::None;
+  DcqcnSpec dcqcn;
+  SourceLoc loc;  // of rdma.cc
+};
+
 struct CollectiveStep {
   std::string collective;  // allreduce | allgather | reducescatter | alltoall | broadcast
   std::string library;     // gloo | mpi | ucx
@@ -405,6 +431,7 @@ struct Scenario {
   HostsSpec hosts;
   LinksSpec links;
   RdmaMode rdma = RdmaMode::Auto;
+  RdmaCcSpec rdma_cc;
   std::vector<WorkloadStep> workload;
   std::vector<FaultEvent> faults;
   TelemetrySpec telemetry;

@@ -62,6 +62,7 @@ fabemu_link_cfg to_cfg(const ShapePort& port) {
   fabemu_link_cfg cfg = to_cfg(port.shape, port.seed, port.policer);
   if (!port.pfc_qdisc.empty()) cfg.flags |= FABEMU_LINK_PFC_QUEUE;
   if (port.keep_hash) cfg.flags |= FABEMU_LINK_KEEP_HASH;
+  if (port.dcqcn) cfg.flags |= FABEMU_LINK_DCQCN;
   cfg.lossless_udp_port = port.lossless.udp_port;
   for (int d : port.lossless.dscp) cfg.lossless_dscp |= 1ULL << (d & 63);
   if (port.pfc_peer && cfg.pfc_xoff_bytes) {
@@ -77,6 +78,23 @@ fabemu_link_cfg to_cfg(const ShapePort& port) {
     cfg.pfc_xoff_bytes = cfg.pfc_xon_bytes = cfg.pfc_watchdog_ns = 0;
   }
   return cfg;
+}
+
+fabemu_dcqcn_cfg to_dcqcn_cfg(const DcqcnParams& p) {
+  fabemu_dcqcn_cfg c{};
+  c.line_bps = std::min<uint64_t>(p.line_bps, kMaxRateBps);
+  c.min_bps = std::min<uint64_t>(p.min_bps, c.line_bps);
+  c.ai_bps = p.ai_bps;
+  c.hai_bps = p.hai_bps;
+  c.alpha_ns = p.alpha_ns;
+  c.decrease_ns = p.decrease_ns;
+  c.rp_timer_ns = p.rp_timer_ns;
+  c.cnp_interval_ns = p.cnp_interval_ns;
+  c.g = uint32_t(
+      std::clamp<double>(std::round(p.g * double(FABEMU_DCQCN_ONE)), 1, double(FABEMU_DCQCN_ONE)));
+  c.fast_recovery = p.fast_recovery;
+  c.clamp_target = p.clamp_target;
+  return c;
 }
 
 fabemu_pfc_cfg pfc_buffer_cfg(const fabemu_link_cfg& cfg) {

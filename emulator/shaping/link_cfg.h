@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 
+#include "ebpf/dcqcn.h"
 #include "ebpf/link_shaper.h"
 #include "plan/plan.h"
 #include "plan/port_params.h"
@@ -23,6 +24,9 @@ double probability_of(uint32_t p);
 fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer);
 // The same for a planned port: with PFC, its peer and the lab's lossless class.
 fabemu_link_cfg to_cfg(const ShapePort& port);
+// A host port's DCQCN parameters as its NIC's map entry (g as a fraction of FABEMU_DCQCN_ONE,
+// the minimum rate at most the line rate).
+fabemu_dcqcn_cfg to_dcqcn_cfg(const DcqcnParams& p);
 // The buffer the far end of a PFC port keeps for it (fabemu_pfc_cfg[port.pfc_peer]).
 fabemu_pfc_cfg pfc_buffer_cfg(const fabemu_link_cfg& cfg);
 

@@ -159,6 +159,8 @@ Result<void> LinkShaper::set(const ShapePort& port) {
     if (int err = bpf_map_update_elem(pfc_cfg_fd(), &cfg.pfc_peer, &buffer, BPF_ANY); err < 0)
       return make_error(what, -err);
   }
+  // The NIC's DCQCN parameters before its port paces by them (a rate change moves its line).
+  if (port.dcqcn) FABEMU_TRY(set_dcqcn(port.ifindex, to_dcqcn_cfg(*port.dcqcn)));
   auto before = get(port.ifindex);
   FABEMU_TRY(set(port.ifindex, cfg));
   if (before && before->pfc_peer && !cfg.pfc_peer) {

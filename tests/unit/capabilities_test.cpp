@@ -175,6 +175,40 @@ TEST(Capabilities, RdmaOnWithoutRxeIsRefusedAutoGoesWithoutOffNeverAsks) {
   EXPECT_EQ(q.asked.count("rxe"), 0u);
 }
 
+TEST(Capabilities, DcqcnNeedsRxeFqAndALineRateAboveItsMinimumOnEveryHost) {
+  const std::string dcqcn =
+      "name: c\ntopology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}\n"
+      "links: {default: {rate: 25gbit}}\nrdma: {cc: dcqcn}\n";
+  FakeProbe full;
+  EXPECT_TRUE(choose(full, dcqcn));
+  FakeProbe no_rxe;
+  no_rxe.rxe_ = {ProbeStatus::No, "this kernel has no rdma_rxe"};
+  auto r = choose(no_rxe, dcqcn);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("rdma.cc: dcqcn runs over soft-RoCE"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("no rdma_rxe"), std::string::npos);
+  FakeProbe no_fq;
+  no_fq.fq_ = {ProbeStatus::No, "ENOENT fq"};
+  r = choose(no_fq, dcqcn);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("needs the fq qdisc: sch_fq: ENOENT fq"), std::string::npos)
+      << r.error().message;
+  r = choose(full,
+             "name: c\ntopology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}\n"
+             "rdma: {cc: dcqcn}\n");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("needs a rate on every host's link"), std::string::npos);
+  r = choose(full, std::string(kShaped) + "rdma: {cc: dcqcn, dcqcn: {min_rate: 1gbit}}\n");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("dcqcn.min_rate (1gbit) must be below the line rate of h1"),
+            std::string::npos)
+      << r.error().message;
+  FakeProbe unknown;  // a dry run without root plans rxe
+  unknown.rxe_ = {ProbeStatus::Unknown, "not probed: needs root"};
+  EXPECT_TRUE(choose(unknown, dcqcn));
+}
+
 TEST(Capabilities, OvsKernelDatapathWithoutTheModuleIsRefusedAutoFallsBack) {
   FakeProbe p;
   p.ovs_kernel_ = {ProbeStatus::No, "no openvswitch kernel module"};

@@ -14,6 +14,7 @@
 #include "fake_lab.h"
 #include "runtime/host_env.h"
 #include "scenario/loader.h"
+#include "shaping/link_cfg.h"
 #include "util/files.h"
 #include "util/prng.h"
 
@@ -494,6 +495,43 @@ TEST(PlanRdma, OnGivesEveryHostOneRxeDeviceOnItsNicAndAJournalEntry) {
   EXPECT_LT(last_address, first_rxe);
   EXPECT_NE(describe(Action{rxe.front()}).find("create rxe device fabemu-rd-h1 on"),
             std::string::npos);
+}
+
+TEST(PlanRdma, DcqcnGoesOnHostsOwnPortsDilatedWithAiAndHaiScaledToTheLineRate) {
+  auto m = build_model(load(R"(name: dc
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+time_scale: 100
+links: {default: {rate: 100gbit}}
+rdma: {cc: dcqcn, dcqcn: {cnp_interval: 40us}}
+)"),
+                       0);
+  ASSERT_TRUE(m.ok()) << m.error().what();
+  LabPaths paths;
+  paths.lab = "dc";
+  PlanOptions options;
+  options.rdma.rxe = true;
+  Plan plan = make_plan(*m, paths, 0, options);
+  int hosts = 0;
+  for (const ShapePort& p : shape_ports(plan)) {
+    const bool host = p.direction.rfind("h", 0) == 0;
+    EXPECT_EQ(p.dcqcn.has_value(), host) << p.direction;
+    if (!p.dcqcn) continue;
+    ++hosts;
+    // 100 Gbit/s at x100: 1 Gbit/s of wall clock; HPCC's 5 and 50 Mbit/s per 25 Gbit/s.
+    EXPECT_EQ(p.dcqcn->line_bps, 1'000'000'000u);
+    EXPECT_EQ(p.dcqcn->ai_bps, 200'000u);
+    EXPECT_EQ(p.dcqcn->hai_bps, 2'000'000u);
+    EXPECT_EQ(p.dcqcn->min_bps, 10'000'000u);
+    EXPECT_EQ(p.dcqcn->alpha_ns, 100'000u);
+    EXPECT_EQ(p.dcqcn->rp_timer_ns, 30'000'000u);
+    EXPECT_EQ(p.dcqcn->cnp_interval_ns, 4'000'000u);
+    EXPECT_DOUBLE_EQ(p.dcqcn->g, 1.0 / 256);
+    EXPECT_TRUE(to_cfg(p).flags & FABEMU_LINK_DCQCN);
+  }
+  EXPECT_EQ(hosts, 2);
+  options.rdma.rxe = false;  // no rxe: nothing to pace
+  for (const ShapePort& p : shape_ports(make_plan(*m, paths, 0, options)))
+    EXPECT_FALSE(p.dcqcn) << p.direction;
 }
 
 TEST(PlanRdma, OffCreatesNoDeviceAndRecordsWhy) {
