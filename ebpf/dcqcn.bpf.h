@@ -36,6 +36,27 @@ struct {
   __type(value, struct fabemu_dcqcn_counters);
 } fabemu_dcqcn_counters SEC(".maps");
 
+/* Zeroes to start a QP's state or a port's counters from: a struct on the stack of the egress
+ * path (fabemu_shape -> dcqcn_egress -> the rate machine) would push its combined stack over
+ * the 512 bytes Linux 6.1 allows. Never written. */
+struct fabemu_dcqcn_zero {
+  __u8 bytes[sizeof(struct fabemu_dcqcn_qp)];
+};
+_Static_assert(sizeof(struct fabemu_dcqcn_counters) <= sizeof(struct fabemu_dcqcn_zero),
+               "the zeroes cover the counters");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct fabemu_dcqcn_zero);
+} fabemu_dcqcn_zero SEC(".maps");
+
+static __always_inline const void* dcqcn_zeroes(void) {
+  __u32 k = 0;
+  return bpf_map_lookup_elem(&fabemu_dcqcn_zero, &k);
+}
+
 /* What a RoCEv2 frame says of itself: IPv4 without options (rxe sends none), UDP to 4791. */
 struct roce_frame {
   __u32 saddr, daddr; /* network order */
@@ -43,7 +64,10 @@ struct roce_frame {
   __u8 tos, opcode;
 };
 
-static __always_inline int parse_roce(struct __sk_buff* skb, struct roce_frame* r) {
+/* A global function: its header bytes stay off the stack of the egress path's deepest call
+ * chain (Linux 6.1 holds the chain to 512 bytes). */
+__attribute__((noinline)) int parse_roce(struct __sk_buff* skb, struct roce_frame* r) {
+  if (!skb || !r) return 0;
   __u8 h[20 + 8 + 12];
   if (skb->protocol != bpf_htons(ETH_P_IP)) return 0;
   if (bpf_skb_load_bytes(skb, ETH_HLEN, h, sizeof(h))) return 0;
@@ -60,8 +84,9 @@ static __always_inline int parse_roce(struct __sk_buff* skb, struct roce_frame* 
 static __always_inline struct fabemu_dcqcn_counters* dcqcn_counters_of(__u32 key) {
   struct fabemu_dcqcn_counters* c = bpf_map_lookup_elem(&fabemu_dcqcn_counters, &key);
   if (c) return c;
-  struct fabemu_dcqcn_counters zero = {};
-  bpf_map_update_elem(&fabemu_dcqcn_counters, &key, &zero, BPF_NOEXIST);
+  const void* zero = dcqcn_zeroes();
+  if (!zero) return 0;
+  bpf_map_update_elem(&fabemu_dcqcn_counters, &key, zero, BPF_NOEXIST);
   return bpf_map_lookup_elem(&fabemu_dcqcn_counters, &key);
 }
 
@@ -71,10 +96,20 @@ static __always_inline struct fabemu_dcqcn_qp* dcqcn_qp_of(__u32 ifindex, __u32 
   struct fabemu_dcqcn_key k = {ifindex, peer, qpn, 0};
   struct fabemu_dcqcn_qp* q = bpf_map_lookup_elem(&fabemu_dcqcn_qps, &k);
   if (q) return q;
-  struct fabemu_dcqcn_qp zero;
-  __builtin_memset(&zero, 0, sizeof(zero));
-  bpf_map_update_elem(&fabemu_dcqcn_qps, &k, &zero, BPF_NOEXIST);
+  const void* zero = dcqcn_zeroes();
+  if (!zero) return 0;
+  bpf_map_update_elem(&fabemu_dcqcn_qps, &k, zero, BPF_NOEXIST);
   return bpf_map_lookup_elem(&fabemu_dcqcn_qps, &k);
+}
+
+/* A Not-ECT frame (TOS `tos`) made ECT(0): the TOS byte and the header checksum, as one 16-bit
+ * word with version/IHL. A global function, off the egress path's stack like parse_roce. */
+__attribute__((noinline)) int make_ect(struct __sk_buff* skb, __u32 tos) {
+  if (!skb) return 0;
+  __u8 ect = (__u8)(tos | 2);
+  bpf_l3_csum_replace(skb, ETH_HLEN + 10, bpf_htons(0x4500 | (tos & 0xff)), bpf_htons(0x4500 | ect),
+                      2);
+  return bpf_skb_store_bytes(skb, ETH_HLEN + 1, &ect, 1, 0);
 }
 
 /* The reaction point at a host port's egress: when a RoCEv2 data frame of `wire` bytes may
@@ -87,13 +122,7 @@ __attribute__((noinline)) __u64 dcqcn_egress(struct __sk_buff* skb, __u32 key, _
   struct fabemu_dcqcn_cfg* c = bpf_map_lookup_elem(&fabemu_dcqcn_cfg, &key);
   struct roce_frame r;
   if (!c || !parse_roce(skb, &r) || r.opcode == FABEMU_BTH_OP_CNP) return 0;
-  if (!(r.tos & 3)) {
-    /* ECT(0): the TOS byte and the header checksum, as one 16-bit word with version/IHL. */
-    __be16 old_word = bpf_htons(0x4500 | r.tos), new_word = bpf_htons(0x4500 | r.tos | 2);
-    __u8 tos = r.tos | 2;
-    bpf_l3_csum_replace(skb, ETH_HLEN + 10, old_word, new_word, 2);
-    bpf_skb_store_bytes(skb, ETH_HLEN + 1, &tos, 1, 0);
-  }
+  if (!(r.tos & 3)) make_ect(skb, r.tos);
   struct fabemu_dcqcn_qp* q = dcqcn_qp_of(key, r.daddr, r.qpn);
   struct fabemu_dcqcn_counters* cnt = dcqcn_counters_of(key);
   if (!q) {

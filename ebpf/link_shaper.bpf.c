@@ -364,19 +364,17 @@ struct frame {
    * long before `now` its first frame arrived (0 for a frame that arrived whole). */
   __u64 l2_bytes, last_wire, early;
   __u32 segs;
-  __u32 in;       /* the port it came in on (0: sent by this node) */
-  int guarded_in; /* ... which PFC guards */
-  int ll;         /* the lossless class, where PFC applies */
-  int no_queue_drop, queue_mode;
+  __u32 in; /* the port it came in on (0: sent by this node) */
+  /* Flags as bytes: this struct is on the stack of the program's deepest call chain, which
+   * Linux 6.1 holds to 512 bytes (DCQCN's reaction point is on it). */
+  __u8 guarded_in; /* ... which PFC guards */
+  __u8 ll;         /* the lossless class, where PFC applies */
+  __u8 no_queue_drop, queue_mode;
   __u64 hold; /* paused until then by the far end's buffer (0: not paused) */
   enum verdict v;
   __u64 wait, tstamp, done, paused_ns;
   int pause_began;
   __u32 red_r; /* RED's draw (with ecn_kmax_bytes) */
-  /* DCQCN's reaction point (FABEMU_LINK_DCQCN): not before then by the frame's QP's rate. The
-   * link counts the frame's time on the wire from its turn (the bytes the link serves), and the
-   * frame leaves when both allow: a paced QP leaves the wire to the others meanwhile. */
-  __u64 qp_at;
 };
 
 /* The headers each frame of a GSO super-frame carries: Ethernet, IP and TCP (with options) or
@@ -543,7 +541,7 @@ static __always_inline void schedule(const struct fabemu_link_cfg* cfg,
       if (loss) {
         f->v = DROP_LOSS;
       } else if (!(cfg->flags & FABEMU_LINK_POLICER)) {
-        const __u64 leave = max_u64(f->done, f->qp_at + tx);
+        const __u64 leave = f->done;
         __u64 tstamp = leave + cfg->delay_ns;
         if (cfg->jitter_ns) {
           __u64 span = 2 * cfg->jitter_ns + 1;
@@ -624,8 +622,11 @@ static __always_inline int carry_out(struct __sk_buff* skb, const struct fabemu_
   return TC_ACT_OK;
 }
 
-SEC("tc")
-int fabemu_shape(struct __sk_buff* skb) {
+/* The link model on one frame; `qp_at`: DCQCN's reaction point holds it until then (0: no).
+ * A global function: the program's entry below calls the reaction point beside it, not from
+ * under this frame's stack (Linux 6.1 holds a call chain's stack to 512 bytes). */
+__attribute__((noinline)) int shape_frame(struct __sk_buff* skb, __u64 qp_at) {
+  if (!skb) return TC_ACT_OK;
   __u32 key = skb->ifindex;
   struct fabemu_link_cfg* live = bpf_map_lookup_elem(&fabemu_cfg, &key);
   if (!live) return TC_ACT_OK; /* not an emulated port */
@@ -637,9 +638,27 @@ int fabemu_shape(struct __sk_buff* skb) {
   struct frame f = {};
   f.v = PASS;
   classify(skb, &cfg, st, &f);
-  if (cfg.flags & FABEMU_LINK_DCQCN) f.qp_at = dcqcn_egress(skb, key, f.now, f.wire);
   schedule(&cfg, st, &f);
+  /* A paced QP's frame leaves no earlier than its rate allows. The link counted its time on the
+   * wire from its turn (the bytes the link serves), so the QP leaves the wire to the others
+   * meanwhile; the frame leaves when both allow. */
+  if (qp_at && f.tstamp) {
+    const __u64 tx = f.rate ? f.wire * NS_PER_SEC_BITS / f.rate : 0;
+    if (qp_at + tx > f.done) f.tstamp += qp_at + tx - f.done;
+  }
   return carry_out(skb, &cfg, cnt, key, &f);
+}
+
+SEC("tc")
+int fabemu_shape(struct __sk_buff* skb) {
+  __u32 key = skb->ifindex;
+  struct fabemu_link_cfg* live = bpf_map_lookup_elem(&fabemu_cfg, &key);
+  if (!live) return TC_ACT_OK; /* not an emulated port */
+  /* DCQCN's reaction point at a host's own port: when the frame's QP may send it. */
+  __u64 qp_at = 0;
+  if (live->flags & FABEMU_LINK_DCQCN)
+    qp_at = dcqcn_egress(skb, key, bpf_ktime_get_ns(), (__u64)skb->len + live->overhead_bytes);
+  return shape_frame(skb, qp_at);
 }
 
 /* Load balancing at switch ports' ingress (fabric.load_balance). */

@@ -70,7 +70,7 @@ struct fabemu_link_cfg {
    * whose bit is set here. The same in every direction of a lab. */
   __u64 lossless_dscp;
   __u32 lossless_udp_port;
-  __u32 pad2;
+  __u32 ecn_pmax; /* RED's probability at ecn_kmax_bytes (below) */
   /* PFC on this direction (with pfc_peer): the far end's buffer for this link, as in
    * fabemu_pfc_cfg[pfc_peer], and the watchdog of this port's lossless queue. */
   __u64 pfc_xoff_bytes;
@@ -82,12 +82,12 @@ struct fabemu_link_cfg {
   __u32 corrupt;
   __u32 duplicate;
   /* ECN marking like a switch's RED: an ECT frame that finds a backlog above ecn_kmin_bytes is
-   * marked with a probability rising linearly to ecn_pmax at ecn_kmax_bytes, and always above
-   * it (0: off). Drawn from the same PRNG, after jitter. */
-  __u64 ecn_kmin_bytes;
-  __u64 ecn_kmax_bytes;
-  __u32 ecn_pmax;
-  __u32 pad3;
+   * marked with a probability rising linearly to ecn_pmax (above) at ecn_kmax_bytes, and always
+   * above it (0: off). Drawn from the same PRNG, after jitter. 32 bits: buffers stay below
+   * MAX_QUEUE_BYTES, and the program's copy of this struct sits on a stack Linux 6.1 holds to
+   * 512 bytes over its deepest call chain. */
+  __u32 ecn_kmin_bytes;
+  __u32 ecn_kmax_bytes;
 };
 
 /* The program's verdict for a frame the link loses: a redirect to this ifindex, which no device

@@ -168,6 +168,7 @@ void step_records(size_t i, const StepReport& s, std::vector<Json>& out) {
           {"lost", or_null(f.lost >= 0, f.lost)},
           {"retransmits", f.retransmits},
           {"stalled_s", f.stalled_s},
+          {"cnps", f.cnps >= 0 ? Json(f.cnps) : Json(nullptr)},
           {"failure", f.failure}});
 }
 

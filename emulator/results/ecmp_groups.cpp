@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "results/workload.h"
+
 namespace fabemu {
 
 std::vector<EcmpGroup> ecmp_groups(const LabModel& m) {
@@ -41,7 +43,8 @@ GroupBalance group_balance(const Topology& t, const EcmpGroup& g,
   b.node = g.node;
   b.routes = g.routes;
   b.name = t.nodes[g.node].name + " >";
-  double sum = 0, squares = 0, most = 0;
+  double sum = 0, most = 0;
+  std::vector<double> bytes;
   for (size_t k = 0; k < g.dirs.size(); ++k) {
     const size_t d = g.dirs[k];
     const Link& l = t.links[d / 2];
@@ -50,15 +53,13 @@ GroupBalance group_balance(const Topology& t, const EcmpGroup& g,
         {d, direction_name(t, static_cast<int>(d / 2), d % 2 == 1), s.bytes, s.packets});
     b.name += (k ? "|" : " ") + t.nodes[(d % 2 ? l.a : l.b).node].name;
     b.bytes += s.bytes;
-    const double x = double(s.bytes);
-    sum += x;
-    squares += x * x;
-    most = std::max(most, x);
+    bytes.push_back(double(s.bytes));
+    sum += bytes.back();
+    most = std::max(most, bytes.back());
   }
   if (sum > 0) {
-    const double n = double(g.dirs.size());
-    b.max_over_mean = most / (sum / n);
-    b.jain = sum * sum / (n * squares);
+    b.max_over_mean = most / (sum / double(g.dirs.size()));
+    b.jain = jain_index(bytes);
   }
   return b;
 }

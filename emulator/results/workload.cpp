@@ -9,6 +9,12 @@
 
 namespace fabemu {
 
+double jain_index(const std::vector<double>& x) {
+  double sum = 0, squares = 0;
+  for (double v : x) sum += v, squares += v * v;
+  return squares > 0 ? sum * sum / (double(x.size()) * squares) : 0;
+}
+
 std::vector<SizeResult> read_benchmark_results(const std::string& text) {
   std::vector<SizeResult> out;
   std::istringstream lines(text);

@@ -41,7 +41,13 @@ struct FlowResult {
   uint64_t retransmits = 0;  // tcp: segments the sender retransmitted
   double stalled_s = 0;      // the end of the test in which nothing arrived (real fabric's s)
   std::string failure;       // empty when the flow ran
+  // rdma: {cc: dcqcn}: the CNPs its sender's NIC took during the step; -1: no DCQCN.
+  int64_t cnps = -1;
 };
+
+// Jain's fairness index of `x`: (sum x)^2 / (n sum x^2), 1 when all are equal, 1/n when one has
+// everything; 0 for nothing.
+double jain_index(const std::vector<double>& x);
 
 // A note when a collective's busbw fell far below the model's prediction (`ratio` fields of
 // fabemu-collective's JSON lines): then the machine, not the emulated fabric, set the speed.

@@ -5,11 +5,13 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
 
 #include "apply/inspect.h"
+#include "apply/link_control.h"
 #include "apply/rdma.h"
 #include "model/fair_share.h"
 #include "runtime/spawn.h"
@@ -344,6 +346,32 @@ void sample_rxe(const LabPaths& paths, IncastPlan& plan, RxeBefore& rxe, double 
   }
 }
 
+// DCQCN's counters at a host's own port (its NIC), where the lab runs it.
+struct NicCnps {
+  uint64_t received = 0, sent = 0;
+};
+
+// The host's own port: its (only) link's side at the host.
+uint32_t host_port(const Topology& t, int host) {
+  const int l = t.links_of(host).front();
+  return port_ifindex(l, t.links[l].a.node != host);
+}
+
+// Each host's NIC's CNPs by node, where the lab runs DCQCN over RDMA (empty otherwise, or when
+// the maps cannot be read).
+std::map<int, NicCnps> read_cnps(const LabModel& m, const LabPaths& paths, const IncastPlan& plan) {
+  std::map<int, NicCnps> out;
+  if (!plan.rdma || m.scenario.rdma_cc.cc != RoceCc::Dcqcn) return out;
+  auto shaper = open_link_model(paths);
+  if (!shaper) return out;
+  for (const Pair& p : plan.pairs)
+    for (int node : {p.client_node, p.server_node}) {
+      auto c = shaper->dcqcn_counters(host_port(m.topo, node));
+      if (c) out[node] = {c->cnps_received, c->cnps_sent};
+    }
+  return out;
+}
+
 // The bytes the interfaces of the namespace at `netns` have received.
 std::optional<uint64_t> bytes_in(const std::string& netns) {
   auto ifs = read_interfaces(netns);
@@ -481,15 +509,18 @@ std::string flow_table(const LabModel& m, const IncastStep& s, const IncastPlan&
                      "\n";
   // A traffic step says how long each flow had stopped at the end (a deadlock shows there).
   const bool stalls = traffic && !rdma;
+  const bool cnps =
+      std::any_of(r.flows.begin(), r.flows.end(), [](const FlowResult& f) { return f.cnps >= 0; });
   text +=
-      printf_string("  %-18s %14s %14s %7s  %-11s%s\n", "FLOW", "GOODPUT", "FAIR SHARE", "RATIO",
+      printf_string("  %-18s %14s %14s %7s  %-11s%s%s\n", "FLOW", "GOODPUT", "FAIR SHARE", "RATIO",
                     s.transport == "udp" ? "LOST"
                     : rdma               ? "RXE RETRIES"
                                          : "RETRANSMITS",
-                    stalls ? "  STALLED AT THE END" : "");
+                    cnps ? "  CNPS" : "", stalls ? "  STALLED AT THE END" : "");
   for (const FlowResult& f : r.flows) {
     std::string extra =
         f.lost >= 0 ? printf_string("%.1f%%", 100 * f.lost) : std::to_string(f.retransmits);
+    if (cnps) extra = printf_string("%-11s  %lld", extra.c_str(), (long long)f.cnps);
     if (stalls)
       extra = printf_string(
           "%-11s  %s", extra.c_str(),
@@ -576,6 +607,7 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
     return r;
   }
   const RxeBefore rxe = read_rxe_before(paths, s, plan);
+  const std::map<int, NicCnps> cnps_before = read_cnps(m, paths, plan);
   // RDMA clients write a block; one whose QP stalls (a lost frame, rxe's retransmission timeout
   // dilated: minutes of wall clock) is stopped at three times the time its block needs when the
   // senders share the receiver, plus 10 s.
@@ -586,12 +618,16 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
               std::chrono::milliseconds(static_cast<int64_t>(rdma_limit_s * 1000)));
   for (Process& p : *servers) p.stop(std::chrono::seconds(2));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::map<int, NicCnps> cnps_after = read_cnps(m, paths, plan);
 
   std::vector<std::string> stalled;
   for (size_t i = 0; i < plan.pairs.size(); ++i) {
     Pair& p = plan.pairs[i];
     if (plan.rdma)
       p.flow.retransmits = rxe_counter(paths, p.flow.from, "completer_retry_err") - rxe.retries[i];
+    if (cnps_after.count(p.client_node) && cnps_before.count(p.client_node))
+      p.flow.cnps =
+          int64_t(cnps_after.at(p.client_node).received - cnps_before.at(p.client_node).received);
     bool stall = false;
     judge_flow(plan, ts, rdma_limit_s, p, stall);
     if (stall) stalled.push_back(p.flow.from + " -> " + p.flow.to);
@@ -605,6 +641,18 @@ StepResult run_incast(const LabModel& m, const LabPaths& paths, size_t index, co
   else if (!plan.traffic && plan.received.size() >= 2)
     r.receiver_bps = received_rate(plan.received, ts.factor);
   r.note = step_note(paths, s, plan, r, rxe, stalled, rdma_limit_s);
+  if (!plan.traffic) {
+    std::vector<double> senders;
+    for (const FlowResult& f : r.flows)
+      if (f.role == "incast") senders.push_back(f.bps);
+    if (senders.size() > 1)
+      r.note += printf_string("; Jain's fairness among the senders: %.3f", jain_index(senders));
+    const int receiver = receiver_node(plan);
+    if (cnps_after.count(receiver) && cnps_before.count(receiver))
+      r.note += "; DCQCN: " + s.receiver + "'s NIC sent " +
+                std::to_string(cnps_after.at(receiver).sent - cnps_before.at(receiver).sent) +
+                " CNPs";
+  }
   r.table = flow_table(m, s, plan, r);
   return r;
 }

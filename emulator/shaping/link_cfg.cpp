@@ -38,8 +38,9 @@ fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer) {
   cfg.ecn_threshold_ns = shape.ecn_threshold_ns.value_or(0);
   cfg.ecn_threshold_bytes = shape.ecn_threshold_bytes.value_or(0);
   if (shape.ecn && shape.ecn->kmax_bytes) {
-    cfg.ecn_kmin_bytes = shape.ecn->kmin_bytes;
-    cfg.ecn_kmax_bytes = shape.ecn->kmax_bytes;
+    // The datapath's bound on byte limits (2 GiB): no buffer is larger.
+    cfg.ecn_kmin_bytes = uint32_t(std::min<uint64_t>(shape.ecn->kmin_bytes, 1ULL << 31));
+    cfg.ecn_kmax_bytes = uint32_t(std::min<uint64_t>(shape.ecn->kmax_bytes, 1ULL << 31));
     cfg.ecn_pmax = probability_u32(shape.ecn->pmax);
   }
   cfg.loss = probability_u32(shape.loss.value_or(0));

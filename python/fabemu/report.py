@@ -38,6 +38,8 @@ class Flow:
     lost: Optional[float] = None
     retransmits: int = 0
     stalled_s: float = 0
+    # rdma: {cc: dcqcn}: the CNPs its sender's NIC took during the step; None without DCQCN.
+    cnps: Optional[int] = None
     failure: str = ""
 
 

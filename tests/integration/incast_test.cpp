@@ -160,6 +160,45 @@ TEST_F(IncastTest, RdmaWritesRetryOnlyWithoutPfc) {
   EXPECT_GT(retries[2], 0u) << "no rxe retry without PFC\n" << o;
 }
 
+// DCQCN over rxe (scenarios/incast-dcqcn.yaml, shorter): RDMA writes 3 to 1 on a lossless
+// fabric whose switches mark ECN like RED; the receiver's NIC answers CE with CNPs, the senders'
+// NICs take them and cut their QPs' rates. Every QP writes its block, no frame of the class is
+// dropped, and each sender's NIC took CNPs.
+TEST_F(IncastTest, DcqcnSendersTakeCnpsAndNothingOfTheClassIsDropped) {
+  if (!find_tool("ib_write_bw")) GTEST_SKIP() << "perftest is not installed";
+  const std::string lab = lab_name("dq");
+  LabGuard guard(lab);
+  Outcome o =
+      run("name: dcqcn\nseed: 7\ntime_scale: 10000\n"
+          "topology: {kind: leaf-spine, leaves: 3, spines: 1, hosts_per_leaf: 3}\n"
+          "fabric: {mtu: 9000, lossless: {udp_port: 4791, dscp: [26]}}\n"
+          "links: {default: {rate: 100gbit, delay: 1us, queue: 2M, pfc: {xoff: 400K, xon: 300K},\n"
+          "  ecn: {kmin: 40K, kmax: 160K, pmax: 20%}}}\n"
+          "rdma: {enabled: on, cc: dcqcn}\nworkload:\n"
+          "  - incast: {senders: [h2, h4, h5], receiver: h1, transport: rdma, duration: 400us}\n",
+          lab, /*degraded=*/false);
+  if (o.status == 5 && (o.err.find("soft-RoCE") != std::string::npos ||
+                        o.err.find("needs the fq qdisc") != std::string::npos))
+    GTEST_SKIP() << "no rxe or fq on this kernel (the VM lane runs this): " << o.err;
+  ASSERT_EQ(o.status, 0) << o;
+  int flows = 0;
+  for (const nlohmann::json& f : records_of(report_, "flow")) {
+    ++flows;
+    ASSERT_TRUE(f["cnps"].is_number()) << f;
+    EXPECT_GT(f["cnps"].get<int64_t>(), 0) << "a sender's NIC took no CNP: " << f << "\n" << o;
+    EXPECT_GT(f["bps"].get<double>(), 0) << "a QP did not write its block: " << f;
+  }
+  EXPECT_EQ(flows, 3) << o;
+  uint64_t lossless_drops = 0, ce = 0;
+  for (const auto& [name, g] : counter_growth(report_)) {
+    lossless_drops += g.value("lossless_drops", uint64_t{0});
+    ce += g.value("ce_marks", uint64_t{0});
+  }
+  EXPECT_EQ(lossless_drops, 0u) << o;
+  EXPECT_GT(ce, 0u) << "no switch marked CE\n" << o;
+  std::printf("%s\n", o.out.c_str());
+}
+
 // scenarios/pfc-deadlock.yaml, shorter: five switches in a ring, each host sending two ring
 // hops on, every ring link carrying twice what it takes, PFC holding frames in the queues. Each
 // sender offers twice its own link's rate, so that its port never idles between an emulated
