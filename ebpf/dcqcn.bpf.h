@@ -120,7 +120,7 @@ __attribute__((noinline)) __u64 dcqcn_egress(struct __sk_buff* skb, __u32 key, _
                                              __u64 wire) {
   if (!skb) return 0;
   struct fabemu_dcqcn_cfg* c = bpf_map_lookup_elem(&fabemu_dcqcn_cfg, &key);
-  struct roce_frame r;
+  struct roce_frame r = {}; /* Linux 6.1 reads what a global function is handed */
   if (!c || !parse_roce(skb, &r) || r.opcode == FABEMU_BTH_OP_CNP) return 0;
   if (!(r.tos & 3)) make_ect(skb, r.tos);
   struct fabemu_dcqcn_qp* q = dcqcn_qp_of(key, r.daddr, r.qpn);
@@ -195,7 +195,7 @@ int fabemu_roce_in(struct __sk_buff* skb) {
   if (skb->mark & FABEMU_CNP_MARK) return dcqcn_send_cnp(skb);
   __u32 key = skb->ifindex;
   struct fabemu_dcqcn_cfg* c = bpf_map_lookup_elem(&fabemu_dcqcn_cfg, &key);
-  struct roce_frame r;
+  struct roce_frame r = {}; /* Linux 6.1 reads what a global function is handed */
   if (!c || !parse_roce(skb, &r)) return TC_ACT_OK;
   struct fabemu_dcqcn_counters* cnt = dcqcn_counters_of(key);
   if (!cnt) return TC_ACT_OK;

@@ -100,10 +100,15 @@ struct fabemu_dcqcn_np {
   __u64 last_cnp_ns;
 };
 
+/* In BPF the two functions with loops are global functions, which the verifier checks once
+ * each instead of again at every call site (inlined, Linux 6.1 gave up at a million
+ * instructions). */
 #ifdef __cplusplus
 #define FABEMU_DCQCN_INLINE static inline
+#define FABEMU_DCQCN_GLOBAL static inline
 #else
 #define FABEMU_DCQCN_INLINE static __always_inline
+#define FABEMU_DCQCN_GLOBAL __attribute__((noinline))
 #endif
 
 FABEMU_DCQCN_INLINE __u64 fabemu_dcqcn_min(__u64 a, __u64 b) {
@@ -117,7 +122,7 @@ FABEMU_DCQCN_INLINE __u64 fabemu_dcqcn_scale(__u64 x, __u64 f) {
 }
 
 /* The alpha updates due by `t` (those at or before it), the first with the CNP flag. */
-FABEMU_DCQCN_INLINE int fabemu_dcqcn_alpha_to(const struct fabemu_dcqcn_cfg* c,
+FABEMU_DCQCN_GLOBAL int fabemu_dcqcn_alpha_to(const struct fabemu_dcqcn_cfg* c,
                                               struct fabemu_dcqcn_qp* q, __u64 t) {
   if (!c || !q || !q->alpha_at || q->alpha_at > t || !c->alpha_ns) return 0;
   __u64 n = (t - q->alpha_at) / c->alpha_ns + 1;
@@ -166,7 +171,7 @@ FABEMU_DCQCN_INLINE void fabemu_dcqcn_decrease(const struct fabemu_dcqcn_cfg* c,
 /* The machine's timer events due by `now`, in the order the timers fire them: the decrease
  * check that finds a CNP (only the first check after a CNP can), the rate increases, and the
  * alpha updates between them. */
-FABEMU_DCQCN_INLINE int fabemu_dcqcn_advance(const struct fabemu_dcqcn_cfg* c,
+FABEMU_DCQCN_GLOBAL int fabemu_dcqcn_advance(const struct fabemu_dcqcn_cfg* c,
                                              struct fabemu_dcqcn_qp* q, __u64 now) {
   if (!c || !q || !q->alpha_at || !c->decrease_ns || !c->rp_timer_ns) return 0;
   for (int i = 0; i < FABEMU_DCQCN_MAX_EVENTS; i++) {

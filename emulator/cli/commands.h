@@ -90,17 +90,10 @@ struct LinkSetArgs {
   // `ecn` --ecn-red: --ecn was the threshold's first name):
   // what `link set` parses and what `--on slurm` hands on to every machine.
   std::vector<std::pair<std::string_view, const std::string*>> shape_options() const {
-    return {{"rate", &rate},
-            {"delay", &delay},
-            {"jitter", &jitter},
-            {"loss", &loss},
-            {"loss_burst", &loss_burst},
-            {"queue", &queue},
-            {"ecn_threshold", &ecn},
-            {"ecn", &ecn_red},
-            {"pfc", &pfc},
-            {"corrupt", &corrupt},
-            {"duplicate", &duplicate}};
+    return {{"rate", &rate},         {"delay", &delay},           {"jitter", &jitter},
+            {"loss", &loss},         {"loss_burst", &loss_burst}, {"queue", &queue},
+            {"ecn_threshold", &ecn}, {"ecn", &ecn_red},           {"pfc", &pfc},
+            {"corrupt", &corrupt},   {"duplicate", &duplicate}};
   }
 };
 

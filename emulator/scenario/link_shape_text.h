@@ -14,8 +14,8 @@ namespace fabemu {
 // The settings a link shape has, by the name both the YAML key and the CLI option use
 // (`ecn_threshold` is --ecn-threshold, `loss_burst` --loss-burst).
 inline constexpr std::string_view kLinkShapeKeys[] = {
-    "rate",  "delay",         "jitter", "reorder", "loss",    "loss_burst",
-    "queue", "ecn_threshold", "ecn",    "down",    "pfc",     "corrupt", "duplicate"};
+    "rate",          "delay", "jitter", "reorder", "loss",    "loss_burst", "queue",
+    "ecn_threshold", "ecn",   "down",   "pfc",     "corrupt", "duplicate"};
 
 enum class ShapeSyntax {
   Scenario,  // what the link is
@@ -26,8 +26,8 @@ enum class ShapeSyntax {
 // time ("200us": how long the queue takes to drain) or a size ("64K", at least one `mtu`-byte
 // packet); ecn_threshold a time ("40us") or a backlog ("200K", a switch's K); loss_burst
 // "p,r[,loss_bad[,loss_good]]"; reorder and down "true" or "false"; pfc "xoff,xon[,watchdog]"
-// ("200K,150K,1ms"); ecn (RED) "kmin,kmax,pmax" ("400K,1600K,20%"). The error says what is wrong and what would be valid, without the key's
-// name.
+// ("200K,150K,1ms"); ecn (RED) "kmin,kmax,pmax" ("400K,1600K,20%"). The error says what is wrong
+// and what would be valid, without the key's name.
 Result<void> set_link_shape_field(LinkShape& shape, std::string_view key, std::string_view text,
                                   uint32_t mtu, ShapeSyntax syntax = ShapeSyntax::Scenario);
 

@@ -29,10 +29,11 @@ Result<LinkShape> link_change(const LinkRequest& req, uint32_t mtu) {
   if (req.down) s.down = *req.down;
   if (s.empty())
     return with_failure(
-        make_error("link set: nothing to change; give --rate, --delay, --jitter, --loss, "
-                   "--loss-burst, --queue, --ecn-threshold, --ecn-red, --pfc, --corrupt, --duplicate "
-                   "or "
-                   "--reorder/--no-reorder"),
+        make_error(
+            "link set: nothing to change; give --rate, --delay, --jitter, --loss, "
+            "--loss-burst, --queue, --ecn-threshold, --ecn-red, --pfc, --corrupt, --duplicate "
+            "or "
+            "--reorder/--no-reorder"),
         Failure::BadInput);
   return s;
 }
