@@ -49,6 +49,21 @@ struct {
   __type(value, struct fabemu_pfc_state);
 } fabemu_pfc_state SEC(".maps");
 
+/* Switches' shared buffers (switches: {buffer, alpha}), by the id their ports' configs name. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, FABEMU_MAX_LINKS);
+  __type(key, __u32);
+  __type(value, struct fabemu_buffer_cfg);
+} fabemu_buffer_cfg SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, FABEMU_MAX_LINKS);
+  __type(key, __u32);
+  __type(value, struct fabemu_buffer_state);
+} fabemu_buffer_state SEC(".maps");
+
 enum verdict { PASS, DROP_DOWN, DROP_LOSS, DROP_QUEUE, DROP_WATCHDOG };
 
 /* splitmix64: one 64-bit multiply-xorshift step per draw, so a seed gives the same sequence on
@@ -193,7 +208,7 @@ static __always_inline __u64 all_ones_if_equal(__u64 a, __u64 b) {
 /* The buffer's bytes still there at the start of slot `from` (which counts whole). Live slots
  * hold epochs within FABEMU_PFC_SLOTS of now, so visiting from+j for j < FABEMU_PFC_SLOTS meets
  * each once, in the order they leave. Branch-free, like the next one. */
-__attribute__((noinline)) __u64 pfc_bytes_at(const struct fabemu_pfc_state* p, __u64 from) {
+__attribute__((noinline)) __u64 occupancy_at(const struct fabemu_occupancy* p, __u64 from) {
   if (!p) return 0;
   __u64 sum = 0;
   for (__u32 j = 0; j < FABEMU_PFC_SLOTS; j++) {
@@ -206,7 +221,7 @@ __attribute__((noinline)) __u64 pfc_bytes_at(const struct fabemu_pfc_state* p, _
 /* The first slot from `from` on at whose start at most `xon` of the `left` bytes are there.
  * Bytes and thresholds stay far below 2^63, so the sign of xon - left says left <= xon. After
  * the last slot everything has left. */
-__attribute__((noinline)) __u64 pfc_resume_slot(const struct fabemu_pfc_state* p, __u64 from,
+__attribute__((noinline)) __u64 pfc_resume_slot(const struct fabemu_occupancy* p, __u64 from,
                                                 __u64 left, __u64 xon) {
   if (!p) return from;
   __u64 found = 0, slot = from + FABEMU_PFC_SLOTS;
@@ -219,6 +234,48 @@ __attribute__((noinline)) __u64 pfc_resume_slot(const struct fabemu_pfc_state* p
     left -= p->slot_bytes[i] & all_ones_if_equal(p->slot_epoch[i], from + j);
   }
   return slot;
+}
+
+/* `bytes` that leave in slot `e` occupy the buffer from slot `now_e` (beyond the horizon, until
+ * the horizon). */
+static __always_inline void occupy(struct fabemu_occupancy* p, __u64 now_e, __u64 e,
+                                   __u64 bytes) {
+  if (e > now_e + FABEMU_PFC_SLOTS - 1) e = now_e + FABEMU_PFC_SLOTS - 1;
+  __u32 i = e & (FABEMU_PFC_SLOTS - 1);
+  if (p->slot_epoch[i] != e) {
+    p->slot_epoch[i] = e; /* the slot's old epoch has passed: its bytes have left */
+    p->slot_bytes[i] = 0;
+  }
+  __sync_fetch_and_add(&p->slot_bytes[i], bytes);
+}
+
+/* A switch's shared buffer: how long port traffic may wait behind this port's backlog, at
+ * `rate`, given alpha x what is free now (~0: the port has a queue of its own). */
+__attribute__((noinline)) __u64 buffer_limit_ns(__u32 id, __u64 now, __u64 rate) {
+  if (!id || !rate) return ~0ULL;
+  struct fabemu_buffer_cfg* c = bpf_map_lookup_elem(&fabemu_buffer_cfg, &id);
+  struct fabemu_buffer_state* p = bpf_map_lookup_elem(&fabemu_buffer_state, &id);
+  if (!c || !p || !c->bytes) return ~0ULL;
+  __u64 slot = c->slot_ns ? c->slot_ns : 1;
+  __u64 used = occupancy_at(&p->occ, now / slot);
+  __u64 bytes = c->bytes < MAX_QUEUE_BYTES ? c->bytes : MAX_QUEUE_BYTES;
+  __u64 free = bytes > used ? bytes - used : 0;
+  __u64 limit = (free * (c->alpha & 0xffff)) / FABEMU_BUFFER_ALPHA_ONE; /* alpha <= 64 */
+  return limit * NS_PER_SEC_BITS / rate;
+}
+
+/* A frame of `bytes` the port admitted occupies its switch's buffer until it leaves. */
+__attribute__((noinline)) int buffer_account(__u32 id, __u64 now, __u64 depart, __u64 bytes) {
+  if (!id) return 0;
+  struct fabemu_buffer_cfg* c = bpf_map_lookup_elem(&fabemu_buffer_cfg, &id);
+  struct fabemu_buffer_state* p = bpf_map_lookup_elem(&fabemu_buffer_state, &id);
+  if (!c || !p) return 0;
+  __u64 slot = c->slot_ns ? c->slot_ns : 1;
+  __u64 now_e = now / slot;
+  occupy(&p->occ, now_e, depart / slot, bytes);
+  __u64 used = occupancy_at(&p->occ, now_e);
+  if (used > p->peak_bytes) p->peak_bytes = used; /* a race loses a peak, never invents one */
+  return 1;
 }
 
 /* Whether PFC guards the buffer of the port `in` (frames that came in there are not dropped). */
@@ -235,15 +292,9 @@ __attribute__((noinline)) int pfc_account(__u32 in, __u64 now, __u64 depart, __u
   struct fabemu_pfc_state* p = bpf_map_lookup_elem(&fabemu_pfc_state, &in);
   if (!c || !p || !c->xoff_bytes) return 0;
   __u64 slot = c->slot_ns ? c->slot_ns : 1;
-  __u64 now_e = now / slot, e = depart / slot;
-  if (e > now_e + FABEMU_PFC_SLOTS - 1) e = now_e + FABEMU_PFC_SLOTS - 1;
-  __u32 i = e & (FABEMU_PFC_SLOTS - 1);
-  if (p->slot_epoch[i] != e) {
-    p->slot_epoch[i] = e; /* the slot's old epoch has passed: its bytes have left */
-    p->slot_bytes[i] = 0;
-  }
-  __sync_fetch_and_add(&p->slot_bytes[i], bytes);
-  if (pfc_bytes_at(p, now_e) >= c->xoff_bytes) p->paused = 1;
+  __u64 now_e = now / slot;
+  occupy(&p->occ, now_e, depart / slot, bytes);
+  if (occupancy_at(&p->occ, now_e) >= c->xoff_bytes) p->paused = 1;
   return 1;
 }
 
@@ -258,14 +309,14 @@ __attribute__((noinline)) __u64 pfc_hold_until(__u32 peer, const struct fabemu_p
   __u64 xoff = mine->xoff_bytes, xon = mine->xon_bytes;
   __u64 slot = mine->slot_ns ? mine->slot_ns : 1;
   __u64 now_e = now / slot, at_e = at / slot;
-  __u64 occ_now = pfc_bytes_at(p, now_e);
+  __u64 occ_now = occupancy_at(&p->occ, now_e);
   if (occ_now >= xoff)
     p->paused = 1;
   else if (occ_now <= xon)
     p->paused = 0;
-  __u64 occ = at_e == now_e ? occ_now : pfc_bytes_at(p, at_e);
+  __u64 occ = at_e == now_e ? occ_now : occupancy_at(&p->occ, at_e);
   if (occ < xoff && !(p->paused && occ > xon)) return at;
-  return pfc_resume_slot(p, at_e, occ, xon) * slot;
+  return pfc_resume_slot(&p->occ, at_e, occ, xon) * slot;
 }
 
 /* Whether RED marks a frame that waits `wait` behind the backlog of port `key` (ecn_kmin_bytes
@@ -374,7 +425,8 @@ struct frame {
   enum verdict v;
   __u64 wait, tstamp, done, paused_ns;
   int pause_began;
-  __u32 red_r; /* RED's draw (with ecn_kmax_bytes) */
+  __u32 red_r;     /* RED's draw (with ecn_kmax_bytes) */
+  __u64 buffer_ns; /* the shared buffer's dynamic threshold as time at the rate (~0: none) */
 };
 
 /* The headers each frame of a GSO super-frame carries: Ethernet, IP and TCP (with options) or
@@ -446,6 +498,8 @@ static __always_inline void classify(struct __sk_buff* skb, const struct fabemu_
       cfg->ecn_threshold_bytes < MAX_QUEUE_BYTES ? cfg->ecn_threshold_bytes : MAX_QUEUE_BYTES;
   f->ecn_bytes_ns = f->rate && ecn_bytes ? ecn_bytes * NS_PER_SEC_BITS / f->rate : 0;
   f->now = bpf_ktime_get_ns();
+  /* Read without the lock: frames admitted meanwhile on other CPUs count from the next one. */
+  f->buffer_ns = buffer_limit_ns(cfg->buffer_id, f->now, f->rate);
 
   /* The lossless class: never dropped for queue reasons where PFC guards the buffer the frame
    * sits in (it came in over a PFC port, or this node sent it on a PFC port), held back while
@@ -528,7 +582,8 @@ static __always_inline void schedule(const struct fabemu_link_cfg* cfg,
     if (f->v == DROP_WATCHDOG) {
       /* the frame never occupies the link */
     } else if (!f->no_queue_drop && ((cfg->queue_ns && f->wait > cfg->queue_ns) ||
-                                     (f->queue_bytes_ns && done - f->now > f->queue_bytes_ns))) {
+                                     (f->queue_bytes_ns && done - f->now > f->queue_bytes_ns) ||
+                                     done - f->now > f->buffer_ns)) {
       f->v = DROP_QUEUE; /* tail drop: the frame never occupies the link */
     } else {
       /* The frame arrives at the far end when its last bit does: end of serialization plus
@@ -570,6 +625,8 @@ static __always_inline int carry_out(struct __sk_buff* skb, const struct fabemu_
   /* The frame sits in this node's buffer for the port it came in on until it leaves. */
   if (f->ll && f->guarded_in && f->done && !f->queue_mode)
     pfc_account(f->in, f->now, f->done, f->wire);
+  /* ... and in its switch's shared buffer, whatever its class. */
+  if (cfg->buffer_id && f->done) buffer_account(cfg->buffer_id, f->now, f->done, f->wire);
 
   /* Counted in frames: a super-frame's are all dropped, marked or handed on together. */
   const __u64 segs = f->segs;

@@ -88,6 +88,10 @@ struct fabemu_link_cfg {
    * 512 bytes over its deepest call chain. */
   __u32 ecn_kmin_bytes;
   __u32 ecn_kmax_bytes;
+  /* The switch's shared buffer this port queues in (fabemu_buffer_cfg; 0: a queue of its own):
+   * its backlog may be at most alpha x the buffer still free. */
+  __u32 buffer_id;
+  __u32 reserved;
 };
 
 /* The program's verdict for a frame the link loses: a redirect to this ifindex, which no device
@@ -114,10 +118,32 @@ struct fabemu_pfc_cfg {
  * epoch % FABEMU_PFC_SLOTS == i, stale when its epoch has passed. Bytes are added atomically;
  * the rest is read and written without a lock (a frame scheduled meanwhile on another CPU is
  * seen by the next one). */
-struct fabemu_pfc_state {
-  __u64 paused; /* the hysteresis: 1 from Xoff until Xon */
+struct fabemu_occupancy {
   __u64 slot_epoch[FABEMU_PFC_SLOTS];
   __u64 slot_bytes[FABEMU_PFC_SLOTS];
+};
+
+struct fabemu_pfc_state {
+  __u64 paused; /* the hysteresis: 1 from Xoff until Xon */
+  struct fabemu_occupancy occ;
+};
+
+/* A switch's shared buffer (switches: {buffer, alpha}), keyed by the id its ports' configs
+ * name (cfg.buffer_id): every frame one of its ports admits occupies it until it leaves, and a
+ * port may hold at most alpha x the bytes still free (the dynamic threshold of Choudhury and
+ * Hahne, as switch ASICs share their buffers). User space writes the config; the datapath alone
+ * the state. */
+#define FABEMU_BUFFER_ALPHA_ONE 256 /* alpha in 1/256 */
+struct fabemu_buffer_cfg {
+  __u64 bytes;   /* the buffer */
+  __u64 slot_ns; /* the occupancy's time resolution */
+  __u32 alpha;   /* in 1/FABEMU_BUFFER_ALPHA_ONE */
+  __u32 reserved;
+};
+
+struct fabemu_buffer_state {
+  __u64 peak_bytes; /* the most an admitted frame found there (with itself) */
+  struct fabemu_occupancy occ;
 };
 
 /* The datapath's memory of a link, written only by the program under `lock`. User space

@@ -74,6 +74,31 @@ Result<LinkShaper*> maps_or(const LabPaths& paths, LinkShaper* open,
 
 }  // namespace
 
+void read_buffers_and_dcqcn(const LabModel& model, const LinkShaper& shaper, LinkModelState& st) {
+  const Topology& t = model.topo;
+  std::vector<DcqcnQp> qps;
+  const bool dcqcn = model.scenario.rdma_cc.cc == RoceCc::Dcqcn;
+  if (dcqcn) {
+    if (auto all = shaper.dcqcn_qps()) qps = std::move(*all);
+  }
+  for (size_t n = 0; n < t.nodes.size(); ++n) {
+    const int node = static_cast<int>(n);
+    if (auto b = shared_buffer_of(model, node)) {
+      if (auto occ = shaper.buffer(b->id))
+        st.buffers.push_back({node, t.nodes[n].name, b->alpha, *occ});
+    } else if (dcqcn && t.nodes[n].role == Role::Host && !t.links_of(node).empty()) {
+      const int l = t.links_of(node).front();
+      const uint32_t port = port_ifindex(l, t.links[l].a.node != node);
+      auto c = shaper.dcqcn_counters(port);
+      if (!c) continue;
+      HostDcqcnState h{node, t.nodes[n].name, *c, {}};
+      for (const DcqcnQp& q : qps)
+        if (q.ifindex == port) h.qps.push_back(q);
+      st.dcqcn.push_back(std::move(h));
+    }
+  }
+}
+
 Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& model,
                                        LinkShaper* open) {
   LinkModelState st;
@@ -99,6 +124,7 @@ Result<LinkModelState> read_link_model(const LabPaths& paths, const LabModel& mo
       }
       st.dirs.push_back(std::move(d));
     }
+  read_buffers_and_dcqcn(model, *shaper, st);
   return st;
 }
 

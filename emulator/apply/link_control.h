@@ -23,10 +23,32 @@ struct DirectionState {
   LinkCounters counters;
 };
 
-struct LinkModelState {
-  PlanOptions mode;                  // fq or policer, as the lab was built
-  std::vector<DirectionState> dirs;  // every direction of every link, in link order
+// A switch's shared buffer (switches: {buffer, alpha}) as the datapath counts it.
+struct SwitchBufferState {
+  int node = -1;
+  std::string name;
+  double alpha = 1;
+  BufferOccupancy occupancy;  // bytes (not dilated)
 };
+
+// A host NIC's DCQCN (rdma: {cc: dcqcn}): its counters and the QPs its reaction point paces.
+struct HostDcqcnState {
+  int node = -1;
+  std::string name;
+  DcqcnCounters counters;
+  std::vector<DcqcnQp> qps;  // rates in the lab's wall units
+};
+
+struct LinkModelState {
+  PlanOptions mode;                        // fq or policer, as the lab was built
+  std::vector<DirectionState> dirs;        // every direction of every link, in link order
+  std::vector<SwitchBufferState> buffers;  // this machine's switches with a shared buffer
+  std::vector<HostDcqcnState> dcqcn;       // this machine's hosts, where the lab runs DCQCN
+};
+
+// The switches' shared buffers and the hosts' DCQCN that `shaper` (this machine's maps) holds,
+// into st.buffers and st.dcqcn.
+void read_buffers_and_dcqcn(const LabModel& model, const LinkShaper& shaper, LinkModelState& st);
 
 // Upper bound (ns) of the histogram bucket holding quantile q (0..1) of the queue delays; 0
 // when nothing was counted.

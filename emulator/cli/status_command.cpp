@@ -159,6 +159,8 @@ void print_groups(const Json& j) {
 // A lab bigger than this (nodes or links) prints a summary unless rows are asked for.
 constexpr size_t kFullTable = 64;
 
+void print_buffers(const Json& j);
+
 void print_summary(const Json& j) {
   const Json& s = j["summary"];
   std::printf("\n%-10s %-7s %7s %8s  %s\n", "TIER", "ROLE", "NODES", "PRESENT", "NAMES");
@@ -191,6 +193,7 @@ void print_summary(const Json& j) {
     std::printf("\n");
   }
   print_groups(j);
+  print_buffers(j);
   const Json& r = j["rdma"];
   if (r.value("mode", "off") == "rxe") {
     size_t present = 0;
@@ -242,7 +245,31 @@ void print_rdma(const Json& j) {
         if (v.get<uint64_t>() && counter != "sent_pkts" && counter != "rcvd_pkts")
           other += (other.empty() ? "" : ", ") + counter + " " + std::to_string(v.get<uint64_t>());
     if (!other.empty()) std::printf("%-12s %s\n", "", other.c_str());
+    // DCQCN (rdma: {cc: dcqcn}): the NIC's CNPs and each QP's rate now.
+    if (d.contains("dcqcn")) {
+      const Json& dc = d["dcqcn"];
+      std::string qps;
+      for (const Json& q : dc["qps"])
+        qps += printf_string("%s%s/%u %s", qps.empty() ? "" : ", ", q.value("peer", "").c_str(),
+                             q.value("qpn", 0u),
+                             format_rate(session::json_count(q, "rate_bps")).c_str());
+      std::printf("%-12s dcqcn: CNPs sent %llu, received %llu; QPs: %s\n", "",
+                  session::json_count(dc, "cnps_sent"), session::json_count(dc, "cnps_received"),
+                  qps.empty() ? "none yet" : qps.c_str());
+    }
   }
+}
+
+// Switches' shared buffers (switches: {buffer, alpha}): occupancy now and its peak.
+void print_buffers(const Json& j) {
+  if (!j.contains("switch_buffers") || j["switch_buffers"].empty()) return;
+  std::printf("\nshared buffers (a port holds at most alpha x the free buffer):\n");
+  std::printf("%-12s %10s %6s %10s %10s\n", "SWITCH", "BUFFER", "ALPHA", "USED", "PEAK");
+  for (const Json& b : j["switch_buffers"])
+    std::printf("%-12s %10s %6.3g %10s %10s\n", b.value("switch", "").c_str(),
+                format_size(session::json_count(b, "bytes")).c_str(), b.value("alpha", 1.0),
+                format_size(session::json_count(b, "used_bytes")).c_str(),
+                format_size(session::json_count(b, "peak_bytes")).c_str());
 }
 
 }  // namespace
@@ -317,6 +344,7 @@ void print_status_json(const Json& j) {
   }
   print_links(j);
   print_groups(j);
+  print_buffers(j);
   print_rdma(j);
 }
 

@@ -121,6 +121,14 @@ Result<void> check_load_balance(const Scenario& s, const Topology& t) {
     return ok();
   };
   FABEMU_TRY(check(s.fabric.load_balance_overrides, "fabric.load_balance"));
+  for (const auto& o : s.switch_buffers.overrides) {
+    if (switch_tier_named(o.target)) continue;
+    const int n = t.find(o.target);
+    if (n < 0 || t.nodes[n].role != Role::Switch)
+      return at(o.loc, "switches." + o.target +
+                           ": not a switch of this topology, nor a tier (leaf, spine, core, edge, "
+                           "agg), nor buffer or alpha");
+  }
   for (const auto& w : s.workload)
     if (const auto* lb = std::get_if<LoadBalanceStep>(&w.step)) {
       if (s.fabric.switch_kind != SwitchKind::Router)

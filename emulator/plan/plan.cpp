@@ -166,6 +166,28 @@ DcqcnParams dcqcn_params(const DcqcnSpec& d, uint64_t wall_line_bps, const TimeS
   return p;
 }
 
+std::optional<SharedBufferParams> shared_buffer_of(const LabModel& m, int node) {
+  const Topology& t = m.topo;
+  const Node& n = t.nodes[node];
+  if (n.role != Role::Switch) return std::nullopt;
+  const SwitchBuffer b = m.scenario.switch_buffers.of(n.name, n.tier);
+  if (!b.bytes) return std::nullopt;
+  // The slots come from the scenario's shapes, not live ones: every port of the switch counts
+  // in the same slots whatever `link set` changes.
+  uint64_t slowest = 0;
+  for (const Link& l : t.links)
+    for (const bool back : {false, true}) {
+      if ((back ? l.b : l.a).node != node) continue;
+      const uint64_t rate = (back ? l.b_to_a : l.a_to_b).rate_bps.value_or(0);
+      if (rate && (!slowest || rate < slowest)) slowest = rate;
+    }
+  if (!slowest) return std::nullopt;  // no port has a rate: nothing ever queues
+  const uint64_t wall = std::max<uint64_t>(m.time_scale.wall_bps(slowest), 1);
+  const auto drain_ns = static_cast<uint64_t>(static_cast<long double>(b.bytes) * 8e9L / wall);
+  return SharedBufferParams{static_cast<uint32_t>(node + 1), b.bytes, b.alpha,
+                            std::max<uint64_t>(drain_ns / 8, 1000)};
+}
+
 ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_a,
                   const PlanOptions& options, const LinkShape& shape) {
   const Topology& t = m.topo;
@@ -176,9 +198,12 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   p.ifindex = port_ifindex(link, b_to_a);
   p.direction = direction_name(t, link, b_to_a);
   p.seed = link_seed(m.scenario.seed, p.direction);
-  // A rate-limited link without a queue limit gets the default one of the real fabric's time.
+  // A rate-limited link without a queue limit gets the default one of the real fabric's time,
+  // unless its switch shares a buffer among its ports.
+  p.buffer = shared_buffer_of(m, from.node);
   LinkShape real = shape;
-  if (real.rate_bps.value_or(0) && !real.queue_ns.value_or(0) && !real.queue_bytes.value_or(0))
+  if (real.rate_bps.value_or(0) && !real.queue_ns.value_or(0) && !real.queue_bytes.value_or(0) &&
+      !p.buffer)
     real.queue_ns = kDefaultQueueNs;
   p.shape = to_wall(real, m.time_scale);
   p.lossless = m.scenario.fabric.lossless_class();

@@ -132,6 +132,20 @@ struct DcqcnParams {
 // default 5 and 50 Mbit/s per 25 Gbit/s of the real line rate, as HPCC scales them.
 DcqcnParams dcqcn_params(const DcqcnSpec& d, uint64_t wall_line_bps, const TimeScale& t);
 
+// A switch's shared buffer (switches: {buffer, alpha}) at one of its egress ports: `id` names
+// the switch's buffer in the datapath (its node + 1), which counts occupancy in slots of
+// `slot_ns` (an eighth of the buffer's drain time at the switch's slowest shaped port).
+struct SharedBufferParams {
+  uint32_t id = 0;
+  uint64_t bytes = 0;
+  double alpha = 1;
+  uint64_t slot_ns = 0;
+  bool operator==(const SharedBufferParams&) const = default;
+};
+
+// The shared buffer of `node` (a switch with switches.buffer and a shaped port), if any.
+std::optional<SharedBufferParams> shared_buffer_of(const LabModel& m, int node);
+
 // The link model on one port, i.e. one direction of one link: attach the program at its
 // egress, write the shape, turn segmentation and receive offloads off, and (with fq) make fq
 // the root qdisc that releases packets at the departure times the program sets.
@@ -160,6 +174,8 @@ struct ShapePort {
   // A host's own port in a lab that runs DCQCN: its reaction point paces the host's QPs at its
   // egress, its notification point answers CE at its ingress.
   std::optional<DcqcnParams> dcqcn;
+  // A switch's port, where the switch has a shared buffer.
+  std::optional<SharedBufferParams> buffer;
 };
 
 // A permanent ARP entry: the peer of a /31 port, at the MAC the plan gave it.

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <tuple>
 
 #include "report/report.h"
@@ -152,6 +153,57 @@ std::tuple<std::string, std::string, std::string> link_charts(const LabModel& m,
       return std::min(100.0, 100.0 * double(g.pause_ns) / (dt * 1e9));
     }));
   return {line_chart(rate), line_chart(drops), pauses.series.empty() ? "" : line_chart(pauses)};
+}
+
+// DCQCN: each QP's rate over time, and the switches' shared buffers'
+// occupancy over time, beside the links' charts: where a rate falls, the queue behind it.
+std::string dcqcn_and_buffer_charts(const LabModel& m, const RunReport& r) {
+  if (r.samples.empty()) return "";
+  const Unit time = time_unit(r.samples.back().t_s);
+  std::map<std::string, ChartSpec::Series> qps, buffers;
+  double peak_rate = 0, peak_bytes = 0;
+  for (const TelemetrySample& s : r.samples) {
+    for (const QpSample& q : s.qps) peak_rate = std::max(peak_rate, double(q.rate_bps));
+    for (const auto& [sw, used] : s.buffers) peak_bytes = std::max(peak_bytes, double(used));
+  }
+  const Unit bits = rate_unit(peak_rate);
+  for (const TelemetrySample& s : r.samples) {
+    for (const QpSample& q : s.qps) {
+      auto& series = qps[q.host + " -> " + q.peer + " QP " + std::to_string(q.qpn)];
+      series.name = q.host + " -> " + q.peer + " QP " + std::to_string(q.qpn);
+      series.points.push_back({s.t_s * time.scale, double(q.rate_bps) * bits.scale});
+    }
+    for (const auto& [sw, used] : s.buffers) {
+      buffers[sw].name = sw;
+      buffers[sw].points.push_back({s.t_s * time.scale, double(used) / 1024});
+    }
+  }
+  const std::string x_title = std::string(time.name) + " since the workload started" +
+                              (m.time_scale.dilated() ? " (the real fabric's time)" : "");
+  std::string h;
+  if (!qps.empty()) {
+    ChartSpec c;
+    c.id = "qp-plot";
+    c.title = "DCQCN: each QP's rate at its sender's NIC over time";
+    c.x_title = x_title;
+    c.y_title = bits.name;
+    c.markers = fault_markers(r, time);
+    for (auto& [name, s] : qps)
+      if (c.series.size() < 12) c.series.push_back(std::move(s));
+    h += line_chart(c);
+  }
+  if (peak_bytes > 0) {
+    ChartSpec c;
+    c.id = "buffer-plot";
+    c.title = "Switches' shared buffers: bytes in use over time";
+    c.x_title = x_title;
+    c.y_title = "KiB";
+    c.markers = fault_markers(r, time);
+    for (auto& [name, s] : buffers)
+      if (c.series.size() < 12) c.series.push_back(std::move(s));
+    h += line_chart(c);
+  }
+  return h;
 }
 
 std::string td(const std::string& s) {
@@ -429,6 +481,7 @@ std::string report_html(const LabModel& m, const RunReport& r) {
   }
   const auto [rate, drops, pauses] = link_charts(m, r);
   h += "<h2>Links</h2>\n" + link_table(m, r) + rate + sampler_note(m, r) + drops + pauses;
+  h += dcqcn_and_buffer_charts(m, r);
   h += group_charts(m, r);
   h += order_table(r);
   if (!r.expectations.empty()) {

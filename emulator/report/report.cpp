@@ -198,6 +198,17 @@ Json sample_record(const Topology& t, const TelemetrySample& s) {
   }
   Json j = {{"type", "sample"}, {"t_s", s.t_s}, {"wall_s", s.wall_s}, {"directions", dirs}};
   if (!s.rxe.empty()) j["rxe"] = s.rxe;
+  if (!s.qps.empty()) {
+    Json qps = Json::array();
+    for (const QpSample& q : s.qps)
+      qps.push_back({{"host", q.host},
+                     {"peer", q.peer},
+                     {"qpn", q.qpn},
+                     {"rate_bps", q.rate_bps},
+                     {"cnps", q.cnps}});
+    j["qps"] = qps;
+  }
+  if (!s.buffers.empty()) j["buffers"] = s.buffers;
   return j;
 }
 

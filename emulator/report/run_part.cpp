@@ -52,7 +52,14 @@ std::string run_part_text(const RunReport& part) {
       dirs.push_back({d.bytes, d.packets, d.drops, d.ce_marks, d.queue_delay_p99_ns, d.shaped,
                       d.pause_ns, d.pause_events, d.lossless_drops, d.queued_bytes, d.drop_down,
                       d.drop_loss, d.drop_queue, d.drop_watchdog, d.t_s});
-    samples.push_back({{"t_s", s.t_s}, {"wall_s", s.wall_s}, {"dirs", dirs}, {"rxe", s.rxe}});
+    Json qps = Json::array();
+    for (const QpSample& q : s.qps) qps.push_back({q.host, q.peer, q.qpn, q.rate_bps, q.cnps});
+    samples.push_back({{"t_s", s.t_s},
+                       {"wall_s", s.wall_s},
+                       {"dirs", dirs},
+                       {"rxe", s.rxe},
+                       {"qps", qps},
+                       {"buffers", s.buffers}});
   }
   return json_text({{"steps", steps},
                     {"faults", faults},
@@ -123,6 +130,12 @@ Result<RunReport> parse_run_part(const std::string& text, const std::string& wha
         t.dirs.push_back(ds);
       }
       t.rxe = s.at("rxe").get<std::map<std::string, std::map<std::string, uint64_t>>>();
+      if (s.contains("qps"))
+        for (const Json& q : s.at("qps"))
+          t.qps.push_back({q.at(0).get<std::string>(), q.at(1).get<std::string>(),
+                           q.at(2).get<uint32_t>(), q.at(3).get<uint64_t>(),
+                           q.at(4).get<uint64_t>()});
+      if (s.contains("buffers")) t.buffers = s.at("buffers").get<std::map<std::string, uint64_t>>();
       r.samples.push_back(std::move(t));
     }
     r.notes = j.value("notes", std::vector<std::string>{});
@@ -224,6 +237,12 @@ RunReport merge_run_parts(const LabModel& m, const std::vector<std::string>& mac
     }
     for (const RunReport& p : parts)
       for (const auto& [host, counters] : p.samples[k].rxe) s.rxe[host] = counters;
+    // Each machine's own hosts' QPs and switches' buffers.
+    s.qps.clear();
+    for (const RunReport& p : parts) {
+      s.qps.insert(s.qps.end(), p.samples[k].qps.begin(), p.samples[k].qps.end());
+      for (const auto& [sw, used] : p.samples[k].buffers) s.buffers[sw] = used;
+    }
     out.samples.push_back(std::move(s));
   }
 

@@ -33,11 +33,23 @@ struct DirectionSample {
   bool operator==(const DirectionSample&) const = default;
 };
 
+// One QP at one time, as its sender's DCQCN reaction point paces it (rdma: {cc: dcqcn}).
+struct QpSample {
+  std::string host;       // the sender
+  std::string peer;       // the receiver's address
+  uint32_t qpn = 0;       // the destination QP its frames carry
+  uint64_t rate_bps = 0;  // now, in the real fabric's units
+  uint64_t cnps = 0;      // taken so far
+  bool operator==(const QpSample&) const = default;
+};
+
 struct TelemetrySample {
   double t_s = 0;     // since the workload started, in the real fabric's time
   double wall_s = 0;  // the same on the wall clock (N times longer in a dilated lab)
   std::vector<DirectionSample> dirs;                           // index 2 * link + (b_to_a ? 1 : 0)
   std::map<std::string, std::map<std::string, uint64_t>> rxe;  // host -> hw counter -> value
+  std::vector<QpSample> qps;                                   // DCQCN's QPs (rdma: {cc: dcqcn})
+  std::map<std::string, uint64_t> buffers;  // switch -> shared buffer bytes in use
 };
 
 }  // namespace fabemu

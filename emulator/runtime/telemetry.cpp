@@ -143,6 +143,16 @@ TelemetrySample TelemetrySampler::take() {
         d.t_s = it->second.t_s;
       }
     }
+  if (maps_ &&
+      (model_.scenario.rdma_cc.cc == RoceCc::Dcqcn || model_.scenario.switch_buffers.any())) {
+    LinkModelState st;
+    read_buffers_and_dcqcn(model_, *maps_, st);
+    for (const HostDcqcnState& h : st.dcqcn)
+      for (const DcqcnQp& q : h.qps)
+        s.qps.push_back({h.name, Ipv4{q.peer}.str(), q.qpn,
+                         uint64_t(model_.time_scale.real_bps(double(q.rate_bps))), q.cnps});
+    for (const SwitchBufferState& b : st.buffers) s.buffers[b.name] = b.occupancy.used;
+  }
   if (model_.rdma.rxe)
     for (int h : t.hosts()) {
       if (!local_node(model_, h)) continue;

@@ -310,19 +310,20 @@ uint64_t read_interval(const Field& f) {
 }
 
 // g: a fraction in (0, 1], as a number (0.00390625) or "1/256".
-double read_gain(const Field& f) {
+// A number, or a fraction like 1/256.
+double read_fraction(const Field& f) {
   const std::string text = f.str();
-  double g = 0;
-  if (const size_t slash = text.find('/'); slash != std::string::npos) {
-    char* end = nullptr;
-    const double num = std::strtod(text.c_str(), &end);
-    const double den =
-        end == text.c_str() + slash ? std::strtod(text.c_str() + slash + 1, &end) : 0;
-    if (*end != '\0' || den == 0) f.fail("'" + text + "' is not a fraction like 1/256");
-    g = num / den;
-  } else {
-    g = f.number();
-  }
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos) return f.number();
+  char* end = nullptr;
+  const double num = std::strtod(text.c_str(), &end);
+  const double den = end == text.c_str() + slash ? std::strtod(text.c_str() + slash + 1, &end) : 0;
+  if (*end != '\0' || den == 0) f.fail("'" + text + "' is not a fraction like 1/256");
+  return num / den;
+}
+
+double read_gain(const Field& f) {
+  const double g = read_fraction(f);
   if (!(g > 0) || g > 1) f.fail("g must be above 0 and at most 1, e.g. 1/256");
   return g;
 }
@@ -380,10 +381,55 @@ std::optional<Field> section(const Field& root, std::string_view key) {
   return f;
 }
 
+// A switch's shared buffer, in bytes: room for a few frames at least, a buffer at most.
+uint64_t read_switch_buffer_bytes(const Field& f, uint32_t mtu) {
+  const uint64_t bytes = f.parsed(parse_size_bytes);
+  if (bytes < 4ULL * mtu || bytes > (1ULL << 31))
+    f.fail("a switch's buffer is " + format_size(4ULL * mtu) +
+           " (four frames of fabric.mtu) to 2G, e.g. 32M");
+  return bytes;
+}
+
+// The dynamic threshold's alpha: a port may hold alpha x the free buffer (1/64 to 64, as
+// switches configure it: a power of two, e.g. 1/16, 1, 8).
+double read_switch_alpha(const Field& f) {
+  const double alpha = read_fraction(f);
+  if (!(alpha >= 1.0 / 64) || alpha > 64) f.fail("alpha is 1/64 to 64, e.g. 1 or 1/8");
+  return alpha;
+}
+
+// switches: {buffer: 32M, alpha: 1, <tier or switch>: {buffer, alpha}, ...}.
+SwitchBuffersSpec read_switch_buffers(const Field& f, const FabricSpec& fabric) {
+  if (!f.is_map()) f.fail("switches is a map: {buffer: 32M, alpha: 1, spine: {buffer: 64M}}");
+  if (fabric.lossless && fabric.lossless->hold_queue)
+    f.fail(
+        "a shared buffer needs PFC's hold: departure (the queue mode's qdisc keeps its own "
+        "buffers)");
+  SwitchBuffersSpec out;
+  out.loc = f.loc();
+  for (const auto& [key, value] : f.entries()) {
+    const std::string name = key.str();
+    if (name == "buffer") {
+      out.defaults.bytes = read_switch_buffer_bytes(value, fabric.mtu);
+    } else if (name == "alpha") {
+      out.defaults.alpha = read_switch_alpha(value);
+    } else {
+      if (!value.is_map()) value.fail("a tier's or switch's buffer is {buffer: 64M, alpha: 2}");
+      value.check_keys({"buffer", "alpha"});
+      SwitchBufferOverride o{name, std::nullopt, std::nullopt, key.loc()};
+      if (auto b = value.find("buffer")) o.bytes = read_switch_buffer_bytes(*b, fabric.mtu);
+      if (auto a = value.find("alpha")) o.alpha = read_switch_alpha(*a);
+      out.overrides.push_back(std::move(o));
+    }
+  }
+  if (!out.any()) f.fail("no switch gets a buffer: give buffer (e.g. buffer: 32M)");
+  return out;
+}
+
 Scenario read_scenario(const Field& root) {
   if (root.is_null()) root.fail("empty scenario; it needs at least name and topology");
   root.check_keys({"name", "seed", "time_scale", "topology", "fabric", "hosts", "links", "rdma",
-                   "workload", "faults", "telemetry", "placement", "expect"});
+                   "switches", "workload", "faults", "telemetry", "placement", "expect"});
   Scenario s;
   Field name = root.at("name");
   s.name = name.str();
@@ -399,6 +445,7 @@ Scenario read_scenario(const Field& root) {
   if (auto f = section(root, "hosts")) s.hosts = read_hosts(*f);
   if (auto f = section(root, "links")) s.links = read_links(*f, s.fabric);
   if (auto f = section(root, "rdma")) s.rdma = read_rdma(*f, s.rdma_cc);
+  if (auto f = section(root, "switches")) s.switch_buffers = read_switch_buffers(*f, s.fabric);
   if (auto f = section(root, "workload"))
     s.workload = read_workload(*f, s.fabric.mtu, s.time_scale);
   if (auto f = section(root, "faults")) s.faults = read_faults(*f, s.fabric.mtu);

@@ -138,6 +138,23 @@ LoadBalance FabricSpec::load_balance_of(const std::string& node, int tier) const
   return by_tier ? *by_tier : load_balance;
 }
 
+SwitchBuffer SwitchBuffersSpec::of(const std::string& node, int tier) const {
+  SwitchBuffer b = defaults;
+  // The tier's overrides first, then the switch's own: the more specific wins.
+  for (const bool by_name : {false, true})
+    for (const auto& o : overrides) {
+      if (by_name ? o.target != node : switch_tier_named(o.target) != tier) continue;
+      if (o.bytes) b.bytes = *o.bytes;
+      if (o.alpha) b.alpha = *o.alpha;
+    }
+  return b;
+}
+
+bool SwitchBuffersSpec::any() const {
+  return defaults.bytes || std::any_of(overrides.begin(), overrides.end(),
+                                       [](const auto& o) { return o.bytes.value_or(0) != 0; });
+}
+
 bool Scenario::has_load_balance_step() const {
   return std::any_of(workload.begin(), workload.end(), [](const WorkloadStep& w) {
     return std::holds_alternative<LoadBalanceStep>(w.step);

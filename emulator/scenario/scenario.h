@@ -284,6 +284,32 @@ struct DcqcnSpec {
   bool clamp_target = false;   // every decrease sets Rt = Rc (HPCC: only after the first stage)
 };
 
+// switches: {buffer: 32M, alpha: 1, spine: {buffer: 64M}, leaf2: {alpha: 2}}: each switch's
+// shared buffer (docs/congestion-control.md). Its egress ports share `bytes`, each holding at
+// most alpha x the buffer still free (the dynamic threshold) instead of a queue of its own; a
+// link's own `queue` still caps its port. Overrides name a tier or a switch (checked against
+// the topology when it is built); a switch's own override wins over its tier's, which wins over
+// the default.
+struct SwitchBuffer {
+  uint64_t bytes = 0;  // 0: no shared buffer (every port its own queue)
+  double alpha = 1;
+  bool operator==(const SwitchBuffer&) const = default;
+};
+struct SwitchBufferOverride {
+  std::string target;
+  std::optional<uint64_t> bytes;
+  std::optional<double> alpha;
+  SourceLoc loc;
+};
+struct SwitchBuffersSpec {
+  SwitchBuffer defaults;
+  std::vector<SwitchBufferOverride> overrides;
+  SourceLoc loc;  // of switches
+  // The buffer of a switch (by name and tier); bytes 0: none.
+  SwitchBuffer of(const std::string& node, int tier) const;
+  bool any() const;
+};
+
 // rdma.cc: what RoCE senders do about congestion. none: nothing (rxe's own), PFC alone holds
 // the fabric lossless; dcqcn: fabemu's DCQCN at every host's NIC.
 enum class RoceCc { None, Dcqcn };
@@ -432,6 +458,7 @@ struct Scenario {
   LinksSpec links;
   RdmaMode rdma = RdmaMode::Auto;
   RdmaCcSpec rdma_cc;
+  SwitchBuffersSpec switch_buffers;
   std::vector<WorkloadStep> workload;
   std::vector<FaultEvent> faults;
   TelemetrySpec telemetry;

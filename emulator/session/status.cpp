@@ -56,6 +56,40 @@ Json link_model_json(const LabStatus& s) {
   return j;
 }
 
+// A host NIC's DCQCN: CNPs and each QP's rate now, in the real fabric's units.
+Json dcqcn_json(const HostDcqcnState& h, const TimeScale& t) {
+  const DcqcnCounters& c = h.counters;
+  Json qps = Json::array();
+  for (const DcqcnQp& q : h.qps)
+    qps.push_back({{"peer", Ipv4{q.peer}.str()},
+                   {"qpn", q.qpn},
+                   {"cut", q.cut},
+                   {"rate_bps", uint64_t(t.real_bps(double(q.rate_bps)))},
+                   {"target_bps", uint64_t(t.real_bps(double(q.target_bps)))},
+                   {"alpha", q.alpha},
+                   {"cnps", q.cnps},
+                   {"decreases", q.decreases},
+                   {"packets", q.packets}});
+  return {{"cnps_sent", c.cnps_sent},
+          {"cnps_received", c.cnps_received},
+          {"ce_received", c.ce_received},
+          {"paced", c.paced},
+          {"qps", qps}};
+}
+
+// This machine's switches' shared buffers (switches: {buffer, alpha}).
+Json buffers_json(const LabStatus& s) {
+  Json out = Json::array();
+  if (!s.link_model) return out;
+  for (const SwitchBufferState& b : s.link_model->buffers)
+    out.push_back({{"switch", b.name},
+                   {"bytes", b.occupancy.bytes},
+                   {"alpha", b.alpha},
+                   {"used_bytes", b.occupancy.used},
+                   {"peak_bytes", b.occupancy.peak}});
+  return out;
+}
+
 Json rdma_json(const LabStatus& s) {
   const LabModel& m = s.model;
   if (!m.rdma.rxe) return {{"mode", "off"}, {"reason", m.rdma.why_not}};
@@ -77,6 +111,9 @@ Json rdma_json(const LabStatus& s) {
                 {"hw_counters", d.hw_counters},
                 {"counters", d.counters}});
     }
+    if (s.link_model)
+      for (const HostDcqcnState& dc : s.link_model->dcqcn)
+        if (dc.node == h) j["dcqcn"] = dcqcn_json(dc, m.time_scale);
     devices.push_back(std::move(j));
   }
   return {{"mode", "rxe"}, {"gid_index", 1}, {"devices", devices}};
@@ -204,6 +241,7 @@ Json status_json(const LabStatus& s) {
   j["links"] = links;
   j["ecmp_groups"] = groups_json(s);
   j["rdma"] = rdma_json(s);
+  j["switch_buffers"] = buffers_json(s);
   return j;
 }
 
@@ -237,11 +275,13 @@ Json merge_status(const std::vector<Json>& parts) {
         link.erase(dir);
     }
   }
-  Json devices = Json::array(), groups = Json::array();
+  Json devices = Json::array(), groups = Json::array(), buffers = Json::array();
   std::vector<std::string> states;
   for (const Json& p : parts) {
     if (p.contains("ecmp_groups"))
       for (const Json& g : p["ecmp_groups"]) groups.push_back(g);
+    if (p.contains("switch_buffers"))
+      for (const Json& b : p["switch_buffers"]) buffers.push_back(b);
     if (p["rdma"].contains("devices"))
       for (const Json& d : p["rdma"]["devices"]) devices.push_back(d);
     if (p.value("state", "") != "up")
@@ -253,6 +293,7 @@ Json merge_status(const std::vector<Json>& parts) {
   if (out["rdma"].contains("devices")) out["rdma"]["devices"] = devices;
   sort_groups(groups);
   out["ecmp_groups"] = groups;
+  out["switch_buffers"] = buffers;
   std::string state = "up";
   for (const std::string& s : states) state = (state == "up" ? "" : state + ", ") + s;
   out["state"] = state;

@@ -64,6 +64,11 @@ fabemu_link_cfg to_cfg(const ShapePort& port) {
   if (!port.pfc_qdisc.empty()) cfg.flags |= FABEMU_LINK_PFC_QUEUE;
   if (port.keep_hash) cfg.flags |= FABEMU_LINK_KEEP_HASH;
   if (port.dcqcn) cfg.flags |= FABEMU_LINK_DCQCN;
+  if (port.buffer) {
+    cfg.buffer_id = port.buffer->id;
+    // The switch's buffer is the port's queue, unless the link has one of its own too.
+    if (!port.shape.queue_ns && !port.shape.queue_bytes) cfg.queue_ns = 0;
+  }
   cfg.lossless_udp_port = port.lossless.udp_port;
   for (int d : port.lossless.dscp) cfg.lossless_dscp |= 1ULL << (d & 63);
   if (port.pfc_peer && cfg.pfc_xoff_bytes) {
@@ -95,6 +100,15 @@ fabemu_dcqcn_cfg to_dcqcn_cfg(const DcqcnParams& p) {
       std::clamp<double>(std::round(p.g * double(FABEMU_DCQCN_ONE)), 1, double(FABEMU_DCQCN_ONE)));
   c.fast_recovery = p.fast_recovery;
   c.clamp_target = p.clamp_target;
+  return c;
+}
+
+fabemu_buffer_cfg to_buffer_cfg(const SharedBufferParams& b) {
+  fabemu_buffer_cfg c{};
+  c.bytes = b.bytes;
+  c.slot_ns = b.slot_ns;
+  c.alpha = uint32_t(std::clamp<double>(std::round(b.alpha * FABEMU_BUFFER_ALPHA_ONE), 1,
+                                        64.0 * FABEMU_BUFFER_ALPHA_ONE));
   return c;
 }
 

@@ -27,6 +27,8 @@ fabemu_link_cfg to_cfg(const ShapePort& port);
 // A host port's DCQCN parameters as its NIC's map entry (g as a fraction of FABEMU_DCQCN_ONE,
 // the minimum rate at most the line rate).
 fabemu_dcqcn_cfg to_dcqcn_cfg(const DcqcnParams& p);
+// A switch's shared buffer as the datapath's entry (alpha in 1/FABEMU_BUFFER_ALPHA_ONE).
+fabemu_buffer_cfg to_buffer_cfg(const SharedBufferParams& b);
 // The buffer the far end of a PFC port keeps for it (fabemu_pfc_cfg[port.pfc_peer]).
 fabemu_pfc_cfg pfc_buffer_cfg(const fabemu_link_cfg& cfg);
 

@@ -74,7 +74,8 @@ Result<LinkShaper> LinkShaper::load(const ShaperOptions& options) {
           skel->maps.fabemu_lb_ports, skel->maps.fabemu_lb_routes, skel->maps.fabemu_lb_groups,
           skel->maps.fabemu_lb_seq, skel->maps.fabemu_lb_flows, skel->maps.fabemu_lb_counters,
           skel->maps.fabemu_lb_order, skel->maps.fabemu_dcqcn_cfg, skel->maps.fabemu_dcqcn_qps,
-          skel->maps.fabemu_dcqcn_np, skel->maps.fabemu_dcqcn_counters}) {
+          skel->maps.fabemu_dcqcn_np, skel->maps.fabemu_dcqcn_counters,
+          skel->maps.fabemu_buffer_cfg, skel->maps.fabemu_buffer_state}) {
       std::string path = options.pin_dir + "/" + bpf_map__name(map);
       if (int err = bpf_map__set_pin_path(map, path.c_str()); err < 0)
         return make_error("setting the pin path " + path, -err);
@@ -159,6 +160,7 @@ Result<void> LinkShaper::set(const ShapePort& port) {
     if (int err = bpf_map_update_elem(pfc_cfg_fd(), &cfg.pfc_peer, &buffer, BPF_ANY); err < 0)
       return make_error(what, -err);
   }
+  if (port.buffer) FABEMU_TRY(set_buffer(*port.buffer));
   // The NIC's DCQCN parameters before its port paces by them (a rate change moves its line).
   if (port.dcqcn) FABEMU_TRY(set_dcqcn(port.ifindex, to_dcqcn_cfg(*port.dcqcn)));
   auto before = get(port.ifindex);
@@ -168,6 +170,41 @@ Result<void> LinkShaper::set(const ShapePort& port) {
     FABEMU_TRY(delete_if_present(pfc_state_fd(), before->pfc_peer, what));
   }
   return ok();
+}
+
+Result<void> LinkShaper::set_buffer(const SharedBufferParams& b) {
+  const std::string what = "setting the shared buffer of switch " + std::to_string(b.id - 1);
+  fabemu_buffer_state state{};
+  FABEMU_TRY(create_if_absent(bpf_map__fd(skel_->maps.fabemu_buffer_state), b.id, &state,
+                              what + ": its occupancy"));
+  const fabemu_buffer_cfg cfg = to_buffer_cfg(b);
+  if (int err =
+          bpf_map_update_elem(bpf_map__fd(skel_->maps.fabemu_buffer_cfg), &b.id, &cfg, BPF_ANY);
+      err < 0)
+    return make_error(what, -err);
+  return ok();
+}
+
+Result<BufferOccupancy> LinkShaper::buffer(uint32_t id) const {
+  const std::string what = "reading the shared buffer " + std::to_string(id);
+  fabemu_buffer_cfg cfg{};
+  fabemu_buffer_state state{};
+  if (int err = bpf_map_lookup_elem(bpf_map__fd(skel_->maps.fabemu_buffer_cfg), &id, &cfg); err < 0)
+    return make_error(what, -err);
+  if (int err = bpf_map_lookup_elem(bpf_map__fd(skel_->maps.fabemu_buffer_state), &id, &state);
+      err < 0)
+    return make_error(what, -err);
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);  // the datapath's clock (bpf_ktime_get_ns)
+  const uint64_t now_ns = uint64_t(now.tv_sec) * 1'000'000'000ULL + uint64_t(now.tv_nsec);
+  // The bytes that leave in the slots from now on, as the datapath counts them.
+  const uint64_t from = now_ns / std::max<uint64_t>(cfg.slot_ns, 1);
+  BufferOccupancy o{cfg.bytes, 0, state.peak_bytes};
+  for (uint64_t j = 0; j < FABEMU_PFC_SLOTS; ++j) {
+    const uint64_t i = (from + j) % FABEMU_PFC_SLOTS;
+    if (state.occ.slot_epoch[i] == from + j) o.used += state.occ.slot_bytes[i];
+  }
+  return o;
 }
 
 Result<fabemu_link_cfg> LinkShaper::get(uint32_t ifindex) const {

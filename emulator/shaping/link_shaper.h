@@ -49,6 +49,13 @@ struct PortSnapshot {
   uint64_t queued_bytes() const;
 };
 
+// A switch's shared buffer, read at one moment.
+struct BufferOccupancy {
+  uint64_t bytes = 0;  // the buffer
+  uint64_t used = 0;   // occupied at the read (frames admitted that have not left)
+  uint64_t peak = 0;   // the most an admitted frame found there
+};
+
 // One ECMP group's counters from the balancer (fabric.load_balance), summed over CPUs.
 struct BalanceCounters {
   uint32_t members = 0;
@@ -185,6 +192,11 @@ class LinkShaper {
   Result<std::vector<DcqcnQp>> dcqcn_qps() const;
   // The notification point's program, for BPF_PROG_TEST_RUN.
   int roce_prog_fd() const;
+
+  // A switch's shared buffer (switches: {buffer, alpha}), which its ports name by id: written
+  // before the ports that queue in it; `buffer` reads its occupancy.
+  Result<void> set_buffer(const SharedBufferParams& b);
+  Result<BufferOccupancy> buffer(uint32_t id) const;
 
   // The program, for BPF_PROG_TEST_RUN and for other attach methods (tcx).
   int prog_fd() const;

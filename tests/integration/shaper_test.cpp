@@ -1015,6 +1015,50 @@ TEST_F(ShaperTest, DcqcnPacesAQpAtItsRateAfterACnpAndMakesItsFramesEct) {
 
 // The notification point at b0 (10.77.0.2) answers CE-marked RoCEv2 datagrams from a with a CNP
 // to the QP they name, at most one per cnp_interval; a's reaction point takes CNPs for its QPs.
+TEST_F(VethTest, ASharedBufferTakesABurstPerPortQueuesDropAndASecondPortGetsWhatIsLeft) {
+  // Two ports of one switch (this namespace's lo and a0) at 80 kbit/s: a 1000-byte frame is
+  // 100 ms on the wire, so a burst admitted within milliseconds is all still there (the
+  // occupancy's 1 s slots count it until later, never earlier). 30000 bytes of buffer, as two
+  // queues of 15000 or shared.
+  const auto frame = udp_frame(1000);
+  auto burst = [&](uint32_t ifindex, int frames) {
+    int admitted = 0;
+    in_ns(fd_a_.get(), [&] {
+      for (int i = 0; i < frames; ++i) admitted += run(frame, ifindex).action == TC_ACT_OK;
+    });
+    return admitted;
+  };
+  auto shape = [&](std::optional<SharedBufferParams> buffer, uint64_t queue_bytes) {
+    for (uint32_t port : {kLo, ifindex_a_}) {
+      ShapePort p;
+      p.ifindex = port;
+      p.direction = "sw>" + std::to_string(port);
+      p.shape.rate_bps = 80'000;
+      if (queue_bytes) p.shape.queue_bytes = queue_bytes;
+      p.buffer = buffer;
+      ASSERT_TRUE(shaper_->set(p));
+      ASSERT_TRUE(shaper_->reset_state(port));
+    }
+  };
+  // Per-port queues: a burst of 20 into one port drops 5 while the other port's 15000 idle.
+  shape(std::nullopt, 15'000);
+  EXPECT_EQ(burst(kLo, 20), 15);
+
+  // Shared, alpha 4: the port may hold 4 x the free buffer, 24000 of 30000 alone: no drop.
+  const SharedBufferParams shared{7, 30'000, 4, 1'000'000'000};
+  shape(shared, 0);
+  EXPECT_EQ(burst(kLo, 20), 20);
+  // A second congested port gets alpha x what the first left free: 4 x (10000 - q) >= q, 8000.
+  EXPECT_EQ(burst(ifindex_a_, 20), 8);
+  auto occ = shaper_->buffer(7);
+  ASSERT_TRUE(occ) << occ.error().what();
+  EXPECT_EQ(occ->bytes, 30'000u);
+  EXPECT_EQ(occ->used, 28'000u);
+  EXPECT_EQ(occ->peak, 28'000u);
+  EXPECT_EQ(counters(ifindex_a_).drop_queue, 12u);
+  EXPECT_EQ(counters(kLo).drop_queue, 5u);  // the per-port queue's, none since
+}
+
 TEST_F(VethTest, DcqcnNotificationPointAnswersCeWithACnpOncePerInterval) {
   fabemu_dcqcn_cfg c = dcqcn_cfg(1'000'000'000);
   c.cnp_interval_ns = 300'000'000;                 // 300 ms: the second frame is within it

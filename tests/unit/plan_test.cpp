@@ -534,6 +534,58 @@ rdma: {cc: dcqcn, dcqcn: {cnp_interval: 40us}}
     EXPECT_FALSE(p.dcqcn) << p.direction;
 }
 
+TEST(PlanSwitchBuffers, SwitchPortsShareTheirSwitchsBufferByTierAndNameWithoutTheDefaultQueue) {
+  auto m = build_model(load(R"(name: sb
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2}
+time_scale: 10
+links:
+  default: {rate: 100gbit}
+  overrides: [{link: "leaf2:spine1", queue: 64K}]
+switches: {buffer: 1M, alpha: 1/2, spine: {buffer: 4M}, leaf2: {alpha: 4}}
+)"),
+                       0);
+  ASSERT_TRUE(m.ok()) << m.error().what();
+  LabPaths paths;
+  paths.lab = "sb";
+  int switch_ports = 0;
+  for (const ShapePort& p : shape_ports(make_plan(*m, paths, 0, PlanOptions{}))) {
+    const std::string from = p.direction.substr(0, p.direction.find('>'));
+    const fabemu_link_cfg cfg = to_cfg(p);
+    if (from[0] == 'h') {  // hosts keep a queue of their own
+      EXPECT_FALSE(p.buffer) << p.direction;
+      EXPECT_EQ(cfg.buffer_id, 0u);
+      EXPECT_NE(cfg.queue_ns, 0u) << p.direction;
+      continue;
+    }
+    ++switch_ports;
+    ASSERT_TRUE(p.buffer) << p.direction;
+    EXPECT_EQ(cfg.buffer_id, p.buffer->id);
+    EXPECT_EQ(p.buffer->id, uint32_t(m->topo.find(from) + 1));
+    // 100 Gbit/s at x10: the buffer drains at 10 Gbit/s; slots of an eighth of that.
+    const uint64_t bytes = from == "spine1" ? 4u << 20 : 1u << 20;
+    EXPECT_EQ(p.buffer->bytes, bytes) << p.direction;
+    EXPECT_EQ(p.buffer->slot_ns, bytes * 8 / 10 / 8) << p.direction;
+    EXPECT_DOUBLE_EQ(p.buffer->alpha, from == "leaf2" ? 4.0 : 0.5) << p.direction;
+    EXPECT_EQ(to_buffer_cfg(*p.buffer).alpha, from == "leaf2" ? 1024u : 128u);
+    // The shared buffer is the port's queue; a link's own queue still caps it.
+    if (p.direction == "leaf2>spine1" || p.direction == "spine1>leaf2")
+      EXPECT_EQ(cfg.queue_bytes, 64u << 10) << p.direction;
+    else
+      EXPECT_EQ(cfg.queue_ns | cfg.queue_bytes, 0u) << p.direction;
+  }
+  EXPECT_EQ(switch_ports, 8);
+  // An override names a tier or a switch of the topology.
+  auto bad = build_model(load(R"(name: sb
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2}
+switches: {buffer: 8M, leaf9: {buffer: 16M}}
+)"),
+                         0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.error().what()).find("switches.leaf9: not a switch of this topology"),
+            std::string::npos)
+      << bad.error().what();
+}
+
 TEST(PlanRdma, OffCreatesNoDeviceAndRecordsWhy) {
   auto m = build_model(load(kSmallLeafSpine), 0);
   ASSERT_TRUE(m.ok());

@@ -104,6 +104,26 @@ std::vector<std::vector<std::string>> table_rows(const std::string& html, const 
   return rows;
 }
 
+TEST(ReportHtml, DcqcnQpRatesAndSharedBuffersArePlottedAndInTheSamples) {
+  const LabModel m = model_of(kLab);
+  RunReport r = two_samples(m, 1000);
+  EXPECT_EQ(report_html(m, r).find("id=\"qp-plot\""), std::string::npos);  // nothing to plot
+  r.samples[0].qps = {{"h2", "10.0.0.1", 17, 25'000'000'000, 0}};
+  r.samples[1].qps = {{"h2", "10.0.0.1", 17, 12'500'000'000, 3}};
+  r.samples[0].buffers = {{"leaf1", 0}};
+  r.samples[1].buffers = {{"leaf1", 300'000}};
+  const std::string html = report_html(m, r);
+  EXPECT_NE(html.find("id=\"qp-plot\""), std::string::npos);
+  EXPECT_NE(html.find("h2 -&gt; 10.0.0.1 QP 17"), std::string::npos);
+  EXPECT_NE(html.find("id=\"buffer-plot\""), std::string::npos);
+  const std::string jsonl = report_json_lines(m, r);
+  EXPECT_NE(jsonl.find("\"qps\":[{\"host\":\"h2\",\"peer\":\"10.0.0.1\",\"qpn\":17,"
+                       "\"rate_bps\":12500000000,\"cnps\":3}]"),
+            std::string::npos)
+      << jsonl;
+  EXPECT_NE(jsonl.find("\"buffers\":{\"leaf1\":300000}"), std::string::npos);
+}
+
 TEST(ReportHtml, EveryDirectionIsInTheLinkTableDroppingFirstThenBusiest) {
   const LabModel m = model_of(kLab);
   RunReport r = two_samples(m, 1000);

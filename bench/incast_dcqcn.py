@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""Benchmark (VM lane: a kernel with rdma_rxe and sch_fq): DCQCN against PFC alone.
+scenarios/incast-dcqcn.yaml (RDMA writes from N = 2, 4, 8 senders to h1 over rxe, every link
+with PFC and RED marking; the N = 4 step with a victim flow) run twice in one invocation: as it
+is (rdma: {cc: dcqcn}) and with cc: none (PFC alone), the peer measured in the same run. Per
+step and mode: CNPs, frames of the lossless class dropped, the time links were paused (summed
+over directions), the receiver's goodput as a share of its link, Jain's fairness among the
+senders and the victim's rate; then the ratio of pause time PFC alone / DCQCN. For the 2:1 step
+with DCQCN, each QP's sampled rate over time against bench/dcqcn_fluid.py's fluid model of the
+same incast: the mean absolute error as a share of the model's mean rate.
+    scripts/vm-run -- /usr/bin/python3 bench/incast_dcqcn.py [--runs 1] [--json]"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+from benchlib import BenchError, median, run
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dcqcn_fluid  # noqa: E402  (the project's own reference model)
+
+LINE_BPS = 100e9
+
+
+def scenario_text(cc):
+    text = (REPO / "scenarios/incast-dcqcn.yaml").read_text()
+    if cc == "none":
+        text = text.replace("cc: dcqcn", "cc: none")
+    # Samples every 10 us of the fabric's time: 40 over a 400 us step.
+    return text + "telemetry: {interval: 10us}\n"
+
+
+def run_once(fabemu, cc, tmp):
+    sc = Path(tmp) / f"incast-{cc}.yaml"
+    sc.write_text(scenario_text(cc))
+    report = Path(tmp) / f"report-{cc}"
+    p = run([fabemu, "run", str(sc), "--lab", "icdq", "-q", "--report", str(report)],
+            timeout=3 * 3600, check=False)
+    path = report / "report.jsonl"
+    if not path.exists():
+        raise BenchError(f"fabemu run ({cc}): exit {p.returncode}: {p.stderr[-1500:]}")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def sample_at(samples, t):
+    """The first sample at or after t (real s), else the last."""
+    for s in samples:
+        if s["t_s"] >= t:
+            return s
+    return samples[-1]
+
+
+def growth(samples, start, end, key):
+    a, b = sample_at(samples, start), sample_at(samples, end)
+    before = {d["name"]: d.get(key, 0) for d in a["directions"]}
+    return sum(max(0, d.get(key, 0) - before.get(d["name"], 0)) for d in b["directions"])
+
+
+def jain(xs):
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if xs and any(xs) else 0.0
+
+
+def step_figures(recs):
+    steps = {r["index"]: r for r in recs if r["type"] == "step"}
+    samples = [r for r in recs if r["type"] == "sample"]
+    out = {}
+    for i, s in sorted(steps.items()):
+        flows = [f for f in recs if f["type"] == "flow" and f["step"] == i]
+        senders = [f for f in flows if f["role"] != "victim"]
+        victim = [f for f in flows if f["role"] == "victim"]
+        start, end = s["start_s"], s["start_s"] + s["seconds"]
+        out[i] = {
+            "n": len(senders),
+            "ok": s["ok"],
+            "cnps": sum(f["cnps"] or 0 for f in senders),
+            "lossless_drops": growth(samples, start, end, "lossless_drops"),
+            "pause_s": growth(samples, start, end, "pause_ns") / 1e9,
+            "goodput": sum(f["bps"] for f in senders) / LINE_BPS,
+            "jain": jain([f["bps"] for f in senders]),
+            "victim_bps": victim[0]["bps"] if victim else None,
+            "start_s": start,
+            "end_s": end,
+        }
+    return out, samples
+
+
+def fluid_mae(samples, start, end):
+    """Each QP's sampled rate against the fluid model of a 2:1 incast, from the QP's first
+    sample (its first frame) on: mean |measured - model| / mean model."""
+    model = dcqcn_fluid.simulate(types.SimpleNamespace(
+        senders=2, rate=LINE_BPS, mtu=9000, kmin=40 * 1024, kmax=160 * 1024, pmax=0.2,
+        g=1 / 256, alpha_interval=1e-6, cnp_interval=50e-6, rp_timer=300e-6, ai=None, hai=None,
+        min_rate=1e9, clamp_target=False, fast_recovery=1, feedback_delay=30e-6,
+        duration=end - start, dt=1e-7, series=1e-6))
+    def model_at(t):
+        k = min(len(model) - 1, max(0, int(round(t / 1e-6))))
+        return model[k][1][0]
+    seen, errs, refs = {}, [], []
+    for s in samples:
+        if not start <= s["t_s"] <= end:
+            continue
+        for q in s.get("qps", []):
+            key = (q["host"], q["peer"], q["qpn"])
+            t0 = seen.setdefault(key, s["t_s"])
+            ref = model_at(s["t_s"] - t0)
+            errs.append(abs(q["rate_bps"] - ref))
+            refs.append(ref)
+    if not refs:
+        return None, 0
+    return sum(errs) / sum(refs), len(seen)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--fabemu", default=str(REPO / "build/emulator/fabemu"))
+    ap.add_argument("--runs", type=int, default=1, help="runs of each mode (medians)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("incast_dcqcn: needs root (namespaces)")
+    by_mode = {"dcqcn": [], "none": []}
+    mae = []
+    with tempfile.TemporaryDirectory(dir=REPO / "build") as tmp:
+        for _ in range(args.runs):
+            for cc in ("dcqcn", "none"):
+                figures, samples = step_figures(run_once(args.fabemu, cc, tmp))
+                by_mode[cc].append(figures)
+                if cc == "dcqcn" and 0 in figures:
+                    mae.append(fluid_mae(samples, figures[0]["start_s"], figures[0]["end_s"]))
+    keys = ("cnps", "lossless_drops", "pause_s", "goodput", "jain", "victim_bps")
+    med = {}
+    for cc, runs in by_mode.items():
+        med[cc] = {}
+        for i in sorted(runs[0]):
+            med[cc][i] = {"n": runs[0][i]["n"], "ok": all(r[i]["ok"] for r in runs if i in r)}
+            for k in keys:
+                xs = [r[i][k] for r in runs if i in r and r[i][k] is not None]
+                med[cc][i][k] = median(xs) if xs else None
+    if args.json:
+        print(json.dumps({"modes": med, "fluid_mae": mae}))
+        return
+    print(f"# scenarios/incast-dcqcn.yaml, 100 Gbit/s x10000, {args.runs} run(s) per mode "
+          "(medians); pause time summed over link directions")
+    print(f"{'N':>2} {'mode':>10} {'CNPs':>6} {'LL drops':>9} {'paused':>10} {'goodput':>8} "
+          f"{'Jain':>6} {'victim':>12}")
+    for i in sorted(med["dcqcn"]):
+        for cc, name in (("dcqcn", "PFC+DCQCN"), ("none", "PFC alone")):
+            f = med[cc].get(i)
+            if not f:
+                continue
+            victim = f"{f['victim_bps'] / 1e9:.2f} Gbit/s" if f["victim_bps"] else "-"
+            print(f"{f['n']:>2} {name:>10} {f['cnps']:>6.0f} {f['lossless_drops']:>9.0f} "
+                  f"{f['pause_s'] * 1e6:>8.1f}us {f['goodput']:>8.3f} {f['jain']:>6.3f} "
+                  f"{victim:>12}{'' if f['ok'] else '  (step FAILED)'}")
+        d, n = med["dcqcn"][i]["pause_s"], med["none"].get(i, {}).get("pause_s")
+        if n is not None:
+            print(f"   pause time PFC alone / PFC+DCQCN: "
+                  f"{(n / d) if d else float('inf'):.1f}x")
+    for err, qps in mae:
+        print(f"2:1 QP rates against the fluid model: MAE {err * 100:.1f}% of the model's mean "
+              f"({qps} QPs)" if err is not None else "2:1: no QP sampled")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BenchError as e:
+        sys.exit(f"incast_dcqcn: {e}")
