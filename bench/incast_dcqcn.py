@@ -41,9 +41,11 @@ def run_once(fabemu, cc, tmp):
     p = run([fabemu, "run", str(sc), "--lab", "icdq", "-q", "--report", str(report)],
             timeout=3 * 3600, check=False)
     path = report / "report.jsonl"
-    if not path.exists():
-        raise BenchError(f"fabemu run ({cc}): exit {p.returncode}: {p.stderr[-1500:]}")
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    recs = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    if not any(r["type"] == "step" for r in recs):
+        raise BenchError(f"fabemu run ({cc}): exit {p.returncode}, no step ran: "
+                         f"{p.stdout[-1500:]} {p.stderr[-1500:]}")
+    return recs
 
 
 def sample_at(samples, t):

@@ -249,10 +249,10 @@ static __always_inline void occupy(struct fabemu_occupancy* p, __u64 now_e, __u6
   __sync_fetch_and_add(&p->slot_bytes[i], bytes);
 }
 
-/* A switch's shared buffer: how long port traffic may wait behind this port's backlog, at
- * `rate`, given alpha x what is free now (~0: the port has a queue of its own). */
-__attribute__((noinline)) __u64 buffer_limit_ns(__u32 id, __u64 now, __u64 rate) {
-  if (!id || !rate) return ~0ULL;
+/* A switch's shared buffer `id`: the dynamic threshold now, alpha x the bytes still free
+ * (~0: no such buffer). */
+__attribute__((noinline)) __u64 buffer_allowance(__u32 id, __u64 now) {
+  if (!id) return ~0ULL;
   struct fabemu_buffer_cfg* c = bpf_map_lookup_elem(&fabemu_buffer_cfg, &id);
   struct fabemu_buffer_state* p = bpf_map_lookup_elem(&fabemu_buffer_state, &id);
   if (!c || !p || !c->bytes) return ~0ULL;
@@ -260,8 +260,41 @@ __attribute__((noinline)) __u64 buffer_limit_ns(__u32 id, __u64 now, __u64 rate)
   __u64 used = occupancy_at(&p->occ, now / slot);
   __u64 bytes = c->bytes < MAX_QUEUE_BYTES ? c->bytes : MAX_QUEUE_BYTES;
   __u64 free = bytes > used ? bytes - used : 0;
-  __u64 limit = (free * (c->alpha & 0xffff)) / FABEMU_BUFFER_ALPHA_ONE; /* alpha <= 64 */
-  return limit * NS_PER_SEC_BITS / rate;
+  return (free * (c->alpha & 0xffff)) / FABEMU_BUFFER_ALPHA_ONE; /* alpha <= 64 */
+}
+
+/* How long frames may wait behind this port's backlog, at `rate`, in its switch's shared
+ * buffer (~0: the port has a queue of its own). */
+static __always_inline __u64 buffer_limit_ns(__u32 id, __u64 now, __u64 rate) {
+  if (!id || !rate) return ~0ULL;
+  __u64 limit = buffer_allowance(id, now);
+  return limit == ~0ULL ? ~0ULL : limit * NS_PER_SEC_BITS / rate;
+}
+
+/* PFC's Xoff of a buffer with `xoff` (FABEMU_PFC_XOFF_DYNAMIC: the dynamic threshold of the
+ * receiving switch's shared buffer `id`; none: never). */
+static __always_inline __u64 pfc_xoff_now(__u64 xoff, __u32 id, __u64 now) {
+  if (xoff != FABEMU_PFC_XOFF_DYNAMIC) return xoff;
+  __u64 allowance = buffer_allowance(id, now);
+  return allowance == ~0ULL ? FABEMU_PFC_XOFF_DYNAMIC : allowance;
+}
+
+/* `mine` with xoff: dynamic, made the thresholds as they stand now at the far switch, whose
+ * buffer for this link is `peer`: Xoff alpha x its shared buffer still free, Xon xon_offset
+ * below. A far end without a shared buffer (a host) keeps the marker: it never pauses. */
+__attribute__((noinline)) int pfc_dynamic_thresholds(__u32 peer, struct fabemu_pfc_cfg* mine,
+                                                     __u64 now) {
+  if (!mine || mine->xoff_bytes != FABEMU_PFC_XOFF_DYNAMIC) return 0;
+  struct fabemu_pfc_cfg* far = bpf_map_lookup_elem(&fabemu_pfc_cfg, &peer);
+  __u32 id = far ? far->buffer_id : 0;
+  __u64 allowance = buffer_allowance(id, now);
+  if (allowance == ~0ULL) return 0;
+  __u64 offset = mine->xon_bytes;
+  mine->xon_offset = (__u32)(offset < 0xffffffffULL ? offset : 0xffffffffULL);
+  mine->xoff_bytes = allowance;
+  mine->xon_bytes = allowance > offset ? allowance - offset : 0;
+  mine->buffer_id = id;
+  return 1;
 }
 
 /* A frame of `bytes` the port admitted occupies its switch's buffer until it leaves. */
@@ -276,6 +309,41 @@ __attribute__((noinline)) int buffer_account(__u32 id, __u64 now, __u64 depart, 
   __u64 used = occupancy_at(&p->occ, now_e);
   if (used > p->peak_bytes) p->peak_bytes = used; /* a race loses a peak, never invents one */
   return 1;
+}
+
+/* xoff: dynamic's resume: the first slot from `from` on at whose start the port's buffer,
+ * `left` bytes now, is at most xon_offset below the dynamic Xoff then, alpha x the shared
+ * buffer still free, which rises as the buffer drains (the same slots). Branch-free, like
+ * pfc_resume_slot; no calls (it is the deepest frame of the program's call chain). */
+__attribute__((noinline)) __u64 pfc_resume_slot_dynamic(const struct fabemu_occupancy* in,
+                                                        const struct fabemu_pfc_cfg* mine,
+                                                        __u64 from, __u64 left) {
+  if (!in || !mine) return from;
+  __u32 id = mine->buffer_id;
+  struct fabemu_buffer_cfg* c = bpf_map_lookup_elem(&fabemu_buffer_cfg, &id);
+  struct fabemu_buffer_state* shared = bpf_map_lookup_elem(&fabemu_buffer_state, &id);
+  if (!c || !shared) return from;
+  __u64 used = 0;
+  for (__u32 j = 0; j < FABEMU_PFC_SLOTS; j++) {
+    __u32 i = (from + j) & (FABEMU_PFC_SLOTS - 1);
+    used += shared->occ.slot_bytes[i] & all_ones_if_equal(shared->occ.slot_epoch[i], from + j);
+  }
+  __u64 bytes = c->bytes < MAX_QUEUE_BYTES ? c->bytes : MAX_QUEUE_BYTES;
+  __u64 alpha = c->alpha & 0xffff, offset = mine->xon_offset;
+  __u64 found = 0, slot = from + FABEMU_PFC_SLOTS;
+  for (__u32 j = 0; j < FABEMU_PFC_SLOTS; j++) {
+    __u64 free = (bytes - used) & (((bytes - used) >> 63) - 1); /* 0 when used > bytes */
+    __u64 xoff = (free * alpha) / FABEMU_BUFFER_ALPHA_ONE;
+    __u64 xon = (xoff - offset) & (((xoff - offset) >> 63) - 1);
+    __u64 below = ((xon - left) >> 63) ^ 1; /* 1 when left <= xon */
+    __u64 take = below & (found ^ 1);
+    slot = (slot & (take - 1)) | ((from + j) & -take);
+    found |= below;
+    __u32 i = (from + j) & (FABEMU_PFC_SLOTS - 1);
+    left -= in->slot_bytes[i] & all_ones_if_equal(in->slot_epoch[i], from + j);
+    used -= shared->occ.slot_bytes[i] & all_ones_if_equal(shared->occ.slot_epoch[i], from + j);
+  }
+  return slot;
 }
 
 /* Whether PFC guards the buffer of the port `in` (frames that came in there are not dropped). */
@@ -294,7 +362,8 @@ __attribute__((noinline)) int pfc_account(__u32 in, __u64 now, __u64 depart, __u
   __u64 slot = c->slot_ns ? c->slot_ns : 1;
   __u64 now_e = now / slot;
   occupy(&p->occ, now_e, depart / slot, bytes);
-  if (occupancy_at(&p->occ, now_e) >= c->xoff_bytes) p->paused = 1;
+  if (occupancy_at(&p->occ, now_e) >= pfc_xoff_now(c->xoff_bytes, c->buffer_id, now))
+    p->paused = 1;
   return 1;
 }
 
@@ -316,6 +385,8 @@ __attribute__((noinline)) __u64 pfc_hold_until(__u32 peer, const struct fabemu_p
     p->paused = 0;
   __u64 occ = at_e == now_e ? occ_now : occupancy_at(&p->occ, at_e);
   if (occ < xoff && !(p->paused && occ > xon)) return at;
+  /* xoff: dynamic: the threshold rises as the far switch's buffer drains. */
+  if (mine->buffer_id) return pfc_resume_slot_dynamic(&p->occ, mine, at_e, occ) * slot;
   return pfc_resume_slot(&p->occ, at_e, occ, xon) * slot;
 }
 
@@ -518,7 +589,8 @@ static __always_inline void classify(struct __sk_buff* skb, const struct fabemu_
     /* When the frame would start: read without the lock, a guess that the stamp below fixes. */
     __u64 at = st->next_ns > f->now ? st->next_ns : f->now;
     if (st->ll_next_ns > at) at = st->ll_next_ns;
-    struct fabemu_pfc_cfg mine = {cfg->pfc_xoff_bytes, cfg->pfc_xon_bytes, cfg->pfc_slot_ns};
+    struct fabemu_pfc_cfg mine = {cfg->pfc_xoff_bytes, cfg->pfc_xon_bytes, cfg->pfc_slot_ns, 0, 0};
+    pfc_dynamic_thresholds(cfg->pfc_peer, &mine, f->now); /* xoff: dynamic */
     f->hold = pfc_hold_until(cfg->pfc_peer, &mine, f->now, at);
     if (f->hold <= at) f->hold = 0;
   }

@@ -108,10 +108,18 @@ struct fabemu_link_cfg {
  * it drains under Xon. User space writes the config; the datapath alone the state. */
 #define FABEMU_PFC_SLOTS 32
 
+/* xoff_bytes of `pfc: {xoff: dynamic}`: Xoff is alpha x the free bytes of the shared buffer
+ * buffer_id (none: never), and the pause ends xon_bytes below it. */
+#define FABEMU_PFC_XOFF_DYNAMIC (1ULL << 40)
+
 struct fabemu_pfc_cfg {
   __u64 xoff_bytes; /* pause the link's lossless class from this occupancy */
   __u64 xon_bytes;  /* resume at or below this */
   __u64 slot_ns;    /* the occupancy's time resolution: bytes leave in slots this long */
+  __u32 buffer_id;  /* with FABEMU_PFC_XOFF_DYNAMIC: the receiving switch's shared buffer */
+  /* The datapath's working copy of a dynamic Xoff: xoff_bytes and xon_bytes as they stand now,
+   * the pause ending this far below Xoff (0 in the map, whose xon_bytes is the offset). */
+  __u32 xon_offset;
 };
 
 /* Bytes by the slot (departure time / slot_ns) in which they leave; slot i holds the epoch with

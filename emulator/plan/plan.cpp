@@ -208,6 +208,8 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   p.shape = to_wall(real, m.time_scale);
   p.lossless = m.scenario.fabric.lossless_class();
   if (p.shape.pfc && p.shape.pfc->xoff_bytes) p.pfc_peer = port_ifindex(link, !b_to_a);
+  if (p.shape.pfc && p.shape.pfc->dynamic())
+    p.pfc_buffer = shared_buffer_of(m, (b_to_a ? t.links[link].a : t.links[link].b).node);
   p.policer = !options.fq;
   if (options.fq) p.fq = fq_params_for(p.shape);
   if (pfc_queue_mode(m, options)) {

@@ -176,6 +176,9 @@ struct ShapePort {
   std::optional<DcqcnParams> dcqcn;
   // A switch's port, where the switch has a shared buffer.
   std::optional<SharedBufferParams> buffer;
+  // PFC with xoff: dynamic: the far end's shared buffer, whose free bytes set Xoff (unset: the
+  // far end has none, and never pauses the link).
+  std::optional<SharedBufferParams> pfc_buffer;
 };
 
 // A permanent ARP entry: the peer of a /31 port, at the MAC the plan gave it.

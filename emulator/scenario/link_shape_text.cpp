@@ -67,9 +67,27 @@ Result<BurstLoss> parse_burst(std::string_view text) {
   return make_burst_loss(v[0], v[1], v[2], v[3]);
 }
 
-// "xoff,xon[,watchdog]", e.g. "200K,150K" or "200K,150K,1ms".
+// "xoff,xon[,watchdog]", e.g. "200K,150K" or "200K,150K,1ms"; "dynamic[,xon_offset[,watchdog]]".
 Result<PfcShape> parse_pfc(std::string_view text, uint32_t mtu) {
   const std::vector<std::string_view> parts = split_commas(text);
+  if (!parts.empty() && parts[0] == "dynamic") {
+    if (parts.size() > 3)
+      return make_error("'" + std::string(text) + "' is not dynamic[,xon_offset[,watchdog]]",
+                        EINVAL);
+    PfcShape p{kPfcXoffDynamic, 2ULL * mtu, 0};
+    if (parts.size() >= 2) {
+      auto o = parse_size_bytes(parts[1]);
+      if (!o) return make_error("xon_offset: " + o.error().message, EINVAL);
+      if (*o < mtu) return make_error("xon_offset: at least one frame of fabric.mtu", EINVAL);
+      p.xon_bytes = *o;
+    }
+    if (parts.size() == 3) {
+      auto w = parse_time_ns(parts[2]);
+      if (!w) return make_error("watchdog: " + w.error().message, EINVAL);
+      p.watchdog_ns = *w;
+    }
+    return p;
+  }
   if (parts.size() < 2 || parts.size() > 3)
     return make_error("'" + std::string(text) + "' is not xoff,xon[,watchdog], e.g. 200K,150K,1ms",
                       EINVAL);

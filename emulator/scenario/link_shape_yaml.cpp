@@ -28,14 +28,29 @@ BurstLoss read_burst_loss(const Field& f) {
   return *b;
 }
 
-// pfc: {xoff: 200K, xon: 150K, watchdog: 1ms}, or pfc: off.
+// pfc: {xoff: 200K, xon: 150K, watchdog: 1ms}, {xoff: dynamic, xon_offset: 18K}, or pfc: off.
 PfcShape read_pfc(const Field& f, uint32_t mtu) {
   if (f.is_scalar()) {
     if (f.str() == "off") return PfcShape{};
     f.fail("pfc is {xoff: 200K, xon: 150K} (and optionally watchdog: 1ms), or off");
   }
-  f.check_keys({"xoff", "xon", "watchdog"});
+  f.check_keys({"xoff", "xon", "xon_offset", "watchdog"});
   const Field xoff = f.at("xoff", "the buffer that pauses the sender, e.g. 200K");
+  if (xoff.is_scalar() && xoff.str() == "dynamic") {
+    if (auto x = f.find("xon"))
+      x->fail(
+          "with xoff: dynamic the pause ends xon_offset below the dynamic Xoff, e.g. "
+          "xon_offset: 18K");
+    uint64_t offset = 2ULL * mtu;
+    if (auto o = f.find("xon_offset")) {
+      offset = o->parsed(parse_size_bytes);
+      if (offset < mtu) o->fail("at least one frame of fabric.mtu (" + std::to_string(mtu) + ")");
+    }
+    PfcShape p{kPfcXoffDynamic, offset, 0};
+    if (auto w = f.find("watchdog")) p.watchdog_ns = w->parsed(parse_time_ns);
+    return p;
+  }
+  if (auto o = f.find("xon_offset")) o->fail("only with xoff: dynamic");
   const Field xon = f.at("xon", "the buffer at which the pause ends, below xoff, e.g. 150K");
   uint64_t watchdog = 0;
   if (auto w = f.find("watchdog")) watchdog = w->parsed(parse_time_ns);

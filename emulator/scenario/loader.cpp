@@ -381,6 +381,18 @@ std::optional<Field> section(const Field& root, std::string_view key) {
   return f;
 }
 
+// Some link's PFC has xoff: dynamic (explicit topologies' links' own shapes are in the
+// topology, checked when it is built).
+bool uses_dynamic_xoff(const LinksSpec& l) {
+  auto dynamic = [](const LinkShape& s) { return s.pfc && s.pfc->dynamic(); };
+  if (dynamic(l.defaults)) return true;
+  for (const auto& [cls, shape] : l.classes)
+    if (dynamic(shape)) return true;
+  for (const auto& o : l.overrides)
+    if (dynamic(o.shape)) return true;
+  return false;
+}
+
 // A switch's shared buffer, in bytes: room for a few frames at least, a buffer at most.
 uint64_t read_switch_buffer_bytes(const Field& f, uint32_t mtu) {
   const uint64_t bytes = f.parsed(parse_size_bytes);
@@ -446,6 +458,10 @@ Scenario read_scenario(const Field& root) {
   if (auto f = section(root, "links")) s.links = read_links(*f, s.fabric);
   if (auto f = section(root, "rdma")) s.rdma = read_rdma(*f, s.rdma_cc);
   if (auto f = section(root, "switches")) s.switch_buffers = read_switch_buffers(*f, s.fabric);
+  if (auto f = section(root, "links"); f && uses_dynamic_xoff(s.links) && !s.switch_buffers.any())
+    f->fail(
+        "pfc: {xoff: dynamic} follows the receiving switch's shared buffer; give the "
+        "switches one, e.g. switches: {buffer: 32M, alpha: 1}");
   if (auto f = section(root, "workload"))
     s.workload = read_workload(*f, s.fabric.mtu, s.time_scale);
   if (auto f = section(root, "faults")) s.faults = read_faults(*f, s.fabric.mtu);

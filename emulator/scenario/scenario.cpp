@@ -99,7 +99,10 @@ std::string LinkShape::str() const {
         ", pmax " + percent(ecn->pmax) + "}");
   else if (ecn)
     add("ecn off");
-  if (pfc && pfc->xoff_bytes)
+  if (pfc && pfc->dynamic())
+    add("pfc {xoff dynamic, xon_offset " + format_size(pfc->xon_bytes) +
+        (pfc->watchdog_ns ? ", watchdog " + format_time_ns(pfc->watchdog_ns) : "") + "}");
+  else if (pfc && pfc->xoff_bytes)
     add("pfc {xoff " + format_size(pfc->xoff_bytes) + ", xon " + format_size(pfc->xon_bytes) +
         (pfc->watchdog_ns ? ", watchdog " + format_time_ns(pfc->watchdog_ns) : "") + "}");
   else if (pfc)

@@ -31,11 +31,16 @@ struct BurstLoss {
 
 // Priority flow control of the lossless class on one direction: the buffer the receiving end
 // keeps for frames from this link pauses the sender's class from `xoff_bytes` until it drains
-// to `xon_bytes`. xoff_bytes 0: off.
+// to `xon_bytes`. xoff_bytes 0: off. xoff_bytes kPfcXoffDynamic (`xoff: dynamic`): Xoff is
+// the receiving switch's dynamic threshold, alpha x its shared buffer still free (switches:
+// {buffer, alpha}), and the pause ends `xon_bytes` below it (xon_offset); a receiving node
+// without a shared buffer (a host) never pauses the link.
+constexpr uint64_t kPfcXoffDynamic = 1ULL << 40;
 struct PfcShape {
   uint64_t xoff_bytes = 0;
   uint64_t xon_bytes = 0;
   uint64_t watchdog_ns = 0;  // a pause longer than this drops the class instead; 0: no watchdog
+  bool dynamic() const { return xoff_bytes == kPfcXoffDynamic; }
   bool operator==(const PfcShape&) const = default;
 };
 

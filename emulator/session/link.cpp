@@ -116,6 +116,8 @@ Json shape_json(const LinkShape& s) {
     j["pfc"] = {{"xoff_bytes", s.pfc->xoff_bytes},
                 {"xon_bytes", s.pfc->xon_bytes},
                 {"watchdog_ns", s.pfc->watchdog_ns}};
+  // xoff: dynamic: xoff_bytes is the marker, xon_bytes the offset below the dynamic Xoff.
+  if (s.pfc && s.pfc->dynamic()) j["pfc"]["dynamic"] = true;
   if (s.corrupt) j["corrupt"] = *s.corrupt;
   if (s.duplicate) j["duplicate"] = *s.duplicate;
   return j;

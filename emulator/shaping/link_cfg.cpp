@@ -27,6 +27,8 @@ double probability_of(uint32_t p) {
   return p == FABEMU_PROB_ALWAYS ? 1.0 : std::ldexp(static_cast<double>(p), -32);
 }
 
+static_assert(kPfcXoffDynamic == FABEMU_PFC_XOFF_DYNAMIC);
+
 fabemu_link_cfg to_cfg(const LinkShape& shape, uint64_t seed, bool policer) {
   fabemu_link_cfg cfg{};
   cfg.rate_bps = std::min(shape.rate_bps.value_or(0), kMaxRateBps);
@@ -80,6 +82,9 @@ fabemu_link_cfg to_cfg(const ShapePort& port) {
                                              static_cast<long double>(cfg.rate_bps))
                      : 0;
     cfg.pfc_slot_ns = std::max<uint64_t>(drain_ns / 8, 1000);
+    // xoff: dynamic: the far switch's buffer's slots (a host's: it never pauses, any will do).
+    if (port.shape.pfc && port.shape.pfc->dynamic())
+      cfg.pfc_slot_ns = port.pfc_buffer ? port.pfc_buffer->slot_ns : 1000;
   } else {
     cfg.pfc_xoff_bytes = cfg.pfc_xon_bytes = cfg.pfc_watchdog_ns = 0;
   }
@@ -113,7 +118,7 @@ fabemu_buffer_cfg to_buffer_cfg(const SharedBufferParams& b) {
 }
 
 fabemu_pfc_cfg pfc_buffer_cfg(const fabemu_link_cfg& cfg) {
-  return {cfg.pfc_xoff_bytes, cfg.pfc_xon_bytes, cfg.pfc_slot_ns};
+  return {cfg.pfc_xoff_bytes, cfg.pfc_xon_bytes, cfg.pfc_slot_ns, 0, 0};
 }
 
 void set_gilbert_elliott(fabemu_link_cfg& cfg, const BurstLoss& ge) {

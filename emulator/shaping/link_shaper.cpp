@@ -156,11 +156,13 @@ Result<void> LinkShaper::set(const ShapePort& port) {
   if (cfg.pfc_peer) {
     fabemu_pfc_state state{};
     FABEMU_TRY(create_if_absent(pfc_state_fd(), cfg.pfc_peer, &state, what + ": its buffer"));
-    const fabemu_pfc_cfg buffer = pfc_buffer_cfg(cfg);
+    fabemu_pfc_cfg buffer = pfc_buffer_cfg(cfg);
+    if (port.pfc_buffer) buffer.buffer_id = port.pfc_buffer->id;  // xoff: dynamic
     if (int err = bpf_map_update_elem(pfc_cfg_fd(), &cfg.pfc_peer, &buffer, BPF_ANY); err < 0)
       return make_error(what, -err);
   }
   if (port.buffer) FABEMU_TRY(set_buffer(*port.buffer));
+  if (port.pfc_buffer) FABEMU_TRY(set_buffer(*port.pfc_buffer));
   // The NIC's DCQCN parameters before its port paces by them (a rate change moves its line).
   if (port.dcqcn) FABEMU_TRY(set_dcqcn(port.ifindex, to_dcqcn_cfg(*port.dcqcn)));
   auto before = get(port.ifindex);

@@ -221,7 +221,8 @@ class PfcTest : public ShaperTest {
   // the far switch through a 1 Mbit/s port (this one, configured as that port for the moment)
   // 8 ms apart: 10000 bytes, over Xoff, draining to Xon ~56 ms from now. Then makes this port
   // the PFC port again. Returns when the fill began.
-  uint64_t fill_far_buffer(const ShapePort& port) {
+  // `buffer_id`: the far switch's shared buffer, which the fill occupies too.
+  uint64_t fill_far_buffer(const ShapePort& port, uint32_t buffer_id = 0) {
     auto r = shaper_->set(port);
     EXPECT_TRUE(r) << r.error().what();
     auto pfc = shaper_->get(kLo);
@@ -230,6 +231,7 @@ class PfcTest : public ShaperTest {
     fabemu_link_cfg egress = unqueued(1'000'000);
     egress.lossless_udp_port = 4791;
     egress.queue_bytes = 2000;  // lossy frames beyond two drop; lossless ones from kBuffer not
+    egress.buffer_id = buffer_id;
     set(egress);
     const uint64_t t0 = mono_ns();
     for (int i = 0; i < 10; ++i)
@@ -267,6 +269,26 @@ TEST_F(PfcTest, APausedBufferHoldsTheLosslessClassUntilXonAndNotTheOthers) {
   EXPECT_LE(c.pause_ns, 72'000'000u);
   EXPECT_EQ(c.lossless_packets, 10u + 2u);  // the fill's ten, then these two
   EXPECT_EQ(c.drops(), 1u);                 // the fill's lossy frame
+}
+
+TEST_F(PfcTest, ADynamicXoffPausesAtTheSharedBuffersThresholdAndResumesAsItRises) {
+  // xoff: dynamic with a 12000-byte shared buffer at the far switch, alpha 1, xon_offset 2000,
+  // in the buffer's 8 ms slots. The fill puts 10000 bytes in the port's buffer and the switch's:
+  // Xoff is 1 x (12000 - 10000) = 2000, passed. With r bytes left in both, the pause ends when
+  // r <= (12000 - r) - 2000, r <= 5000: 5 frames gone, 40 ms (a static Xon of 3000: 56 ms).
+  ShapePort port = pfc_port();
+  port.shape.pfc = PfcShape{kPfcXoffDynamic, 2000, 0};
+  port.pfc_buffer = SharedBufferParams{9, 12'000, 1, 8'000'000};
+  EXPECT_EQ(to_cfg(port).pfc_slot_ns, 8'000'000u);
+  const uint64_t t0 = fill_far_buffer(port, 9);
+  auto occ = shaper_->buffer(9);
+  ASSERT_TRUE(occ) << occ.error().what();
+  EXPECT_EQ(occ->used, 10'000u);
+  const Verdict held = run(roce_frame(1000));
+  ASSERT_EQ(held.action, TC_ACT_OK);
+  EXPECT_GE(held.tstamp, t0 + 32'000'000 + 8'000'000);
+  EXPECT_LE(held.tstamp, t0 + 48'000'000 + 8'000'000);
+  EXPECT_EQ(counters().pause_events, 1u);
 }
 
 TEST_F(PfcTest, ThePauseLastsFromXoffDownToXon) {

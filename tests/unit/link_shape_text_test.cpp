@@ -61,6 +61,31 @@ TEST(LinkShapeText, RedEcnIsAProfileFromKminToKmax) {
   EXPECT_EQ(r->links.defaults.ecn, (RedEcn{0, 100 * 1024, 1.0}));
 }
 
+TEST(LinkShapeText, PfcXoffDynamicFollowsTheSharedBufferWithAnXonOffset) {
+  LinkShape s;
+  ASSERT_TRUE(set_link_shape_field(s, "pfc", "dynamic,18K,1ms", 9000, ShapeSyntax::Change));
+  ASSERT_TRUE(s.pfc);
+  EXPECT_TRUE(s.pfc->dynamic());
+  EXPECT_EQ(*s.pfc, (PfcShape{kPfcXoffDynamic, 18 * 1024, 1'000'000}));
+  EXPECT_EQ(s.str(), "pfc {xoff dynamic, xon_offset 18K, watchdog 1ms}");
+  ASSERT_TRUE(set_link_shape_field(s, "pfc", "dynamic", 9000, ShapeSyntax::Change));
+  EXPECT_EQ(s.pfc->xon_bytes, 18000u);                 // two frames of the MTU
+  EXPECT_FALSE(change_accepts("pfc", "dynamic,100"));  // below one frame
+  auto r = load_scenario_string(
+      "name: x\ntopology: {kind: leaf-spine, leaves: 1, spines: 1, hosts_per_leaf: 1}\n"
+      "links: {default: {rate: 10gbit, pfc: {xoff: dynamic, xon_offset: 6K}}}\n"
+      "switches: {buffer: 4M}\n",
+      "t.yaml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->links.defaults.pfc, (PfcShape{kPfcXoffDynamic, 6 * 1024, 0}));
+  auto bad = load_scenario_string(
+      "name: x\ntopology: {kind: leaf-spine, leaves: 1, spines: 1, hosts_per_leaf: 1}\n"
+      "links: {default: {pfc: {xoff: dynamic, xon: 6K}}}\n",
+      "t.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("xon_offset"), std::string::npos) << bad.error().message;
+}
+
 TEST(LinkShapeText, OnlyALiveChangeTurnsASettingOff) {
   LinkShape s;
   ASSERT_TRUE(set_link_shape_field(s, "rate", "off", 1500, ShapeSyntax::Change));

@@ -586,6 +586,31 @@ switches: {buffer: 8M, leaf9: {buffer: 16M}}
       << bad.error().what();
 }
 
+TEST(PlanSwitchBuffers, ADynamicXoffFollowsTheReceivingSwitchsBufferAndHostsNeverPause) {
+  auto m = build_model(load(R"(name: sb
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+links: {default: {rate: 100gbit, pfc: {xoff: dynamic, xon_offset: 20K}}}
+switches: {buffer: 1M, spine: {buffer: 4M}}
+)"),
+                       0);
+  ASSERT_TRUE(m.ok()) << m.error().what();
+  LabPaths paths;
+  paths.lab = "sb";
+  for (const ShapePort& p : shape_ports(make_plan(*m, paths, 0, PlanOptions{}))) {
+    const std::string to = p.direction.substr(p.direction.find('>') + 1);
+    const fabemu_link_cfg cfg = to_cfg(p);
+    EXPECT_EQ(cfg.pfc_xoff_bytes, FABEMU_PFC_XOFF_DYNAMIC) << p.direction;
+    EXPECT_EQ(cfg.pfc_xon_bytes, 20u << 10) << p.direction;  // the offset
+    if (to[0] == 'h') {  // a host's NIC has no shared buffer: it never pauses the link
+      EXPECT_FALSE(p.pfc_buffer) << p.direction;
+      continue;
+    }
+    ASSERT_TRUE(p.pfc_buffer) << p.direction;
+    EXPECT_EQ(p.pfc_buffer->id, uint32_t(m->topo.find(to) + 1)) << p.direction;
+    EXPECT_EQ(cfg.pfc_slot_ns, p.pfc_buffer->slot_ns) << p.direction;
+  }
+}
+
 TEST(PlanRdma, OffCreatesNoDeviceAndRecordsWhy) {
   auto m = build_model(load(kSmallLeafSpine), 0);
   ASSERT_TRUE(m.ok());
