@@ -52,6 +52,10 @@ std::vector<ExpectResult> check_expectations(const Expectations& e, const RunRep
   if (e.completes) {
     bool all = r.reachable == r.pairs && r.pairs > 0;
     std::string failed;
+    if (!r.not_run.empty()) {  // no step failed: none ran
+      all = false;
+      failed = "the workload did not run: " + r.not_run;
+    }
     for (const auto& s : r.steps)
       if (!s.ok) {
         all = false;

@@ -54,6 +54,7 @@ struct RunReport {
   uint64_t sample_slack_bytes = 0;
   int reachable = 0, pairs = 0;
   std::vector<StepReport> steps;
+  std::string not_run;  // why the workload did not run (empty: it ran, or it has no steps)
   std::vector<AppliedFault> faults;
   std::vector<TelemetrySample> samples;
   std::vector<ExpectResult> expectations;

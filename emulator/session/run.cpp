@@ -164,6 +164,7 @@ Result<RunOutcome> run(const RunRequest& req, const LabPaths& base, Observer& ob
   bool ok = req.up.on.empty() ? run_here(out.up, base, out, observer)
                               : run_across(across, base, out, observer);
   if (m.scenario.workload.empty()) out.workload_not_run.clear();
+  report.not_run = out.workload_not_run;
   // A timeline that did not play at all is reported (and checked) step by step.
   if (report.faults.empty() && !m.scenario.faults.empty()) {
     report.faults = fault_log(m, expand_faults(m.scenario));

@@ -171,6 +171,15 @@ TEST(Expectations, EachIsCheckedAgainstTheRun) {
   EXPECT_NE(bad[0].what.find("failed: workload[0]"), std::string::npos) << bad[0].what;
   EXPECT_NE(bad[1].what.find("at 1M"), std::string::npos) << bad[1].what;  // the largest size
   EXPECT_NE(bad[2].what.find("dropped 51 frames"), std::string::npos) << bad[2].what;
+  // A workload that never ran did not complete, though no step failed.
+  RunReport none = report_with(0.003, 10, true);
+  none.steps.clear();
+  none.not_run = "its programs could not be staged";
+  auto unrun = check_expectations(s.expect, none);
+  EXPECT_FALSE(unrun[0].ok);
+  EXPECT_NE(unrun[0].what.find("the workload did not run: its programs could not be staged"),
+            std::string::npos)
+      << unrun[0].what;
 }
 
 // A fault timeline that did not play to its end fails the run, unless the scenario accepts it.
