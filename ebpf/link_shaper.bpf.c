@@ -496,8 +496,7 @@ struct frame {
   enum verdict v;
   __u64 wait, tstamp, done, paused_ns;
   int pause_began;
-  __u32 red_r;     /* RED's draw (with ecn_kmax_bytes) */
-  __u64 buffer_ns; /* the shared buffer's dynamic threshold as time at the rate (~0: none) */
+  __u32 red_r; /* RED's draw (with ecn_kmax_bytes) */
 };
 
 /* The headers each frame of a GSO super-frame carries: Ethernet, IP and TCP (with options) or
@@ -569,8 +568,15 @@ static __always_inline void classify(struct __sk_buff* skb, const struct fabemu_
       cfg->ecn_threshold_bytes < MAX_QUEUE_BYTES ? cfg->ecn_threshold_bytes : MAX_QUEUE_BYTES;
   f->ecn_bytes_ns = f->rate && ecn_bytes ? ecn_bytes * NS_PER_SEC_BITS / f->rate : 0;
   f->now = bpf_ktime_get_ns();
-  /* Read without the lock: frames admitted meanwhile on other CPUs count from the next one. */
-  f->buffer_ns = buffer_limit_ns(cfg->buffer_id, f->now, f->rate);
+  /* A switch's shared buffer: the dynamic threshold, read without the lock (frames admitted
+   * meanwhile on other CPUs count from the next frame on), caps the port's own limit; a full
+   * buffer's 0 becomes 1 ns, which every frame exceeds (0 would be "no limit"). Not a field of
+   * its own: the frame's struct sits on the deepest call chain's stack. */
+  __u64 shared_ns = buffer_limit_ns(cfg->buffer_id, f->now, f->rate);
+  if (shared_ns != ~0ULL) {
+    if (!f->queue_bytes_ns || shared_ns < f->queue_bytes_ns) f->queue_bytes_ns = shared_ns;
+    if (!f->queue_bytes_ns) f->queue_bytes_ns = 1;
+  }
 
   /* The lossless class: never dropped for queue reasons where PFC guards the buffer the frame
    * sits in (it came in over a PFC port, or this node sent it on a PFC port), held back while
@@ -654,8 +660,7 @@ static __always_inline void schedule(const struct fabemu_link_cfg* cfg,
     if (f->v == DROP_WATCHDOG) {
       /* the frame never occupies the link */
     } else if (!f->no_queue_drop && ((cfg->queue_ns && f->wait > cfg->queue_ns) ||
-                                     (f->queue_bytes_ns && done - f->now > f->queue_bytes_ns) ||
-                                     done - f->now > f->buffer_ns)) {
+                                     (f->queue_bytes_ns && done - f->now > f->queue_bytes_ns))) {
       f->v = DROP_QUEUE; /* tail drop: the frame never occupies the link */
     } else {
       /* The frame arrives at the far end when its last bit does: end of serialization plus
