@@ -238,8 +238,7 @@ __attribute__((noinline)) __u64 pfc_resume_slot(const struct fabemu_occupancy* p
 
 /* `bytes` that leave in slot `e` occupy the buffer from slot `now_e` (beyond the horizon, until
  * the horizon). */
-static __always_inline void occupy(struct fabemu_occupancy* p, __u64 now_e, __u64 e,
-                                   __u64 bytes) {
+static __always_inline void occupy(struct fabemu_occupancy* p, __u64 now_e, __u64 e, __u64 bytes) {
   if (e > now_e + FABEMU_PFC_SLOTS - 1) e = now_e + FABEMU_PFC_SLOTS - 1;
   __u32 i = e & (FABEMU_PFC_SLOTS - 1);
   if (p->slot_epoch[i] != e) {
@@ -362,8 +361,7 @@ __attribute__((noinline)) int pfc_account(__u32 in, __u64 now, __u64 depart, __u
   __u64 slot = c->slot_ns ? c->slot_ns : 1;
   __u64 now_e = now / slot;
   occupy(&p->occ, now_e, depart / slot, bytes);
-  if (occupancy_at(&p->occ, now_e) >= pfc_xoff_now(c->xoff_bytes, c->buffer_id, now))
-    p->paused = 1;
+  if (occupancy_at(&p->occ, now_e) >= pfc_xoff_now(c->xoff_bytes, c->buffer_id, now)) p->paused = 1;
   return 1;
 }
 
