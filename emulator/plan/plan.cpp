@@ -222,6 +222,15 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   if (m.scenario.rdma_cc.cc == RoceCc::Dcqcn && (options.rdma.rxe || m.rdma.rxe) &&
       t.nodes[from.node].role == Role::Host && p.shape.rate_bps.value_or(0))
     p.dcqcn = dcqcn_params(m.scenario.rdma_cc.dcqcn, *p.shape.rate_bps, m.time_scale);
+  // A QP that DCQCN cut to its minimum rate holds its send queue's frames in fq until their
+  // turn: fq's horizon reaches past the last of a deep send queue (1024 frames), since fq drops
+  // departures beyond it and rxe, whose timeout grows with the dilation, would wait for them.
+  if (p.dcqcn && p.fq && p.dcqcn->min_bps) {
+    constexpr double kSendQueueFrames = 1024;
+    const double bits = kSendQueueFrames * 8.0 * (m.scenario.fabric.mtu + 64);
+    const double ns = std::min(2 * bits / double(p.dcqcn->min_bps) * 1e9, 4e12);  // fq: u32 us
+    p.fq->horizon_ns = std::max<uint64_t>(p.fq->horizon_ns, static_cast<uint64_t>(ns));
+  }
   return p;
 }
 
@@ -736,10 +745,16 @@ Plan make_plan(const LabModel& m, const LabPaths& paths, int pool, const PlanOpt
   }
   if (!own && c.local_switch) c.namespaced.push_back(&c.ovs_node);
   // Ports with fixed MACs and their peers as permanent neighbours: a big lab would overflow the
-  // kernel's one ARP table (OVS switches have fixed MACs anyway and answer ARP in flows).
+  // kernel's one ARP table (OVS switches have fixed MACs anyway and answer ARP in flows). A
+  // dilated lab too: ARP's timers are the kernel's wall clock (a reply due within 1 s), and a
+  // reply queued behind a congested port's backlog waits that backlog's dilated time (2 MB at
+  // 100 Gbit/s x10000: 1.6 s); the neighbour then fails and the kernel silently drops what it
+  // queued for it (seen: rxe's ACKs in an 8:1 incast, which left QPs waiting for a dilated
+  // retransmission timeout). A real fabric's ARP is answered in microseconds.
   size_t ports = 0;
   for (const Link& l : t.links) ports += c.local(l.a.node) + c.local(l.b.node);
-  c.neighbours = c.switches.kernel_ports() && static_neighbours(ports, options.neighbour_limit);
+  c.neighbours = c.switches.kernel_ports() &&
+                 (static_neighbours(ports, options.neighbour_limit) || m.time_scale.dilated());
   c.fixed_macs = !c.switches.kernel_ports() || c.neighbours;
   c.shaped = any_shape(t);
 

@@ -270,6 +270,22 @@ TEST(Plan, SwitchesSeedTheirOwnEcmpHashWhereTheKernelCan) {
   for (const auto& p : shape_ports(mixed->plan)) EXPECT_FALSE(p.keep_hash) << p.direction;
 }
 
+// A dilated lab's ports have fixed MACs and their peers as permanent neighbours: ARP's wall-clock
+// timers would fail a neighbour whose reply waits behind a congested port's dilated backlog.
+TEST(Plan, ADilatedLabsPeersArePermanentNeighbours) {
+  const std::string base =
+      "name: t\nseed: 7\ntopology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2}\n";
+  auto neighbours = [](const Plan& plan) {
+    return std::count_if(plan.actions.begin(), plan.actions.end(),
+                         [](const Action& a) { return std::holds_alternative<AddNeighbour>(a); });
+  };
+  auto plain = apply_fake(base);
+  auto dilated = apply_fake(base + "time_scale: 100\n");
+  ASSERT_TRUE(plain && dilated);
+  EXPECT_EQ(neighbours(plain->plan), 0);
+  EXPECT_EQ(neighbours(dilated->plan), 2 * 6);  // both ends of 6 links
+}
+
 // fabric.load_balance: the balancing switches come after the link model, each with its ports,
 // one group per member set (a leaf's uplinks; a spine's two leaves toward the other spine's
 // loopback) with the mode in force there and
@@ -527,6 +543,9 @@ rdma: {cc: dcqcn, dcqcn: {cnp_interval: 40us}}
     EXPECT_EQ(p.dcqcn->cnp_interval_ns, 4'000'000u);
     EXPECT_DOUBLE_EQ(p.dcqcn->g, 1.0 / 256);
     EXPECT_TRUE(to_cfg(p).flags & FABEMU_LINK_DCQCN);
+    // fq holds a send queue paced at the minimum rate (10 Mbit/s of wall clock) whole.
+    ASSERT_TRUE(p.fq);
+    EXPECT_GE(p.fq->horizon_ns, uint64_t(2 * 1024 * 8.0 * 1500 / 10e6 * 1e9));
   }
   EXPECT_EQ(hosts, 2);
   options.rdma.rxe = false;  // no rxe: nothing to pace
