@@ -90,6 +90,38 @@ TEST_F(IncastTest, EveryFlowIsReportedAndTheReceiversTotalIsWithinItsLink) {
   EXPECT_GT(receiver, 0.5) << "the receiver's link carried little of the incast: " << steps[1];
 }
 
+// A switch's shared buffer in a whole lab: h2 and h3 send UDP at h1's rate each for 1 s (3 MB
+// beyond what h1's 25 Mbit/s link carries), through leaf1's port to h1. With a queue of 1M of
+// its own that port tail-drops; with leaf1's five ports sharing the same 5M (alpha 8: one port
+// may hold 8/9 of it) it holds the burst. Nothing else crosses leaf1 meanwhile.
+TEST_F(IncastTest, ASharedBufferHoldsTheBurstThatPerPortQueuesOfTheSameTotalDrop) {
+  if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
+  // The port's own queue caps what the shared buffer would give it: none with the buffer.
+  auto scenario = [](const std::string& buffers) {
+    return "name: shared\nseed: 5\n"
+           "topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 4}\n"
+           "links: {default: {rate: 25mbit" +
+           std::string(buffers.empty() ? ", queue: 1M" : "") + "}}\n" + buffers +
+           "rdma: {enabled: off}\nworkload:\n"
+           "  - incast: {senders: [h2, h3], receiver: h1, transport: udp, duration: 1s}\n";
+  };
+  auto drops_into_h1 = [&](const std::string& buffers, const std::string& lab) {
+    LabGuard guard(lab);
+    Outcome o = run(scenario(buffers), lab);
+    EXPECT_EQ(o.status, 0) << o;
+    const auto growth = counter_growth(report_);
+    const auto it = growth.find("leaf1>h1");
+    EXPECT_TRUE(it != growth.end()) << "no telemetry of leaf1>h1\n" << o;
+    std::printf("%s: leaf1>h1 %s\n", buffers.empty() ? "per-port queues" : "shared buffer",
+                it == growth.end() ? "-" : it->second.dump().c_str());
+    return it == growth.end() ? -1 : it->second.value("drop_queue", int64_t{0});
+  };
+  const int64_t own = drops_into_h1("", lab_name("sq"));
+  const int64_t shared = drops_into_h1("switches: {buffer: 5M, alpha: 8}\n", lab_name("sb"));
+  EXPECT_GT(own, 0) << "a 1M queue held 3 MB beyond its link";
+  EXPECT_EQ(shared, 0) << "the shared buffer dropped (per-port queues: " << own << " drops)";
+}
+
 TEST_F(IncastTest, PfcDropsNoFrameOfTheClassAndThePausesReachTheSenders) {
   if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
   const std::string lab = lab_name("ip");
