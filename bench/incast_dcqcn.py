@@ -2,16 +2,22 @@
 """Benchmark (VM lane: a kernel with rdma_rxe and sch_fq): DCQCN against PFC alone.
 scenarios/incast-dcqcn.yaml (RDMA writes from N = 2, 4, 8 senders to h1 over rxe, every link
 with PFC and RED marking; the N = 4 step with a victim flow) run twice in one invocation: as it
-is (rdma: {cc: dcqcn}) and with cc: none (PFC alone), the peer measured in the same run. Per
-step and mode: CNPs, frames of the lossless class dropped, the time links were paused (summed
+is (rdma: {cc: dcqcn}) and with cc: none (PFC alone), the peer measured in the same run, and
+the same incasts over TCP (iperf3, outside the lossless class) with DCTCP and with CUBIC on the
+hosts (--modes picks). Per step and mode: CNPs, frames of the lossless class dropped, frames
+tail-dropped, the time links were paused (summed
 over directions), the receiver's goodput as a share of its link, Jain's fairness among the
 senders and the victim's rate; then the ratio of pause time PFC alone / DCQCN. For the 2:1 step
 with DCQCN, each QP's sampled rate over time against bench/dcqcn_fluid.py's fluid model of the
-same incast: the mean absolute error as a share of the model's mean rate.
-    scripts/vm-run -- /usr/bin/python3 bench/incast_dcqcn.py [--runs 1] [--json]"""
+same incast: the mean absolute error as a share of the model's mean rate. DCTCP needs the
+tcp_dctcp module and `dctcp` in net.ipv4.tcp_allowed_congestion_control (the VM lane: run
+`modprobe tcp_dctcp; sysctl -w net.ipv4.tcp_allowed_congestion_control="reno cubic dctcp"` in
+the guest first); a mode that cannot run is told and left out.
+    scripts/vm-run -- /usr/bin/python3 bench/incast_dcqcn.py [--runs 1] [--modes M,..] [--json]"""
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import types
@@ -26,18 +32,27 @@ import dcqcn_fluid  # noqa: E402  (the project's own reference model)
 LINE_BPS = 100e9
 
 
-def scenario_text(cc, duration):
-    text = (REPO / "scenarios/incast-dcqcn.yaml").read_text()
-    if cc == "none":
+# The modes: RDMA over rxe with DCQCN or with PFC alone; TCP (iperf3, not of the lossless
+# class) with DCTCP or CUBIC on the hosts, over the same links and RED marking.
+MODES = {"dcqcn": "PFC+DCQCN", "none": "PFC alone", "dctcp": "TCP DCTCP", "cubic": "TCP CUBIC"}
+TCP_MODES = ("dctcp", "cubic")
+
+
+def scenario_text(path, cc, duration):
+    text = Path(path).read_text()
+    if cc != "dcqcn":
         text = text.replace("cc: dcqcn", "cc: none")
+    if cc in TCP_MODES:
+        text = text.replace("transport: rdma", "transport: tcp")
+        text += f"hosts: {{tcp_congestion: {cc}}}\n"
     text = text.replace("duration: 400us", f"duration: {duration}")
     # Samples every 10 us of the fabric's time: 40 over a 400 us step.
     return text + "telemetry: {interval: 10us}\n"
 
 
-def run_once(fabemu, cc, duration, tmp):
+def run_once(fabemu, scenario, cc, duration, tmp):
     sc = Path(tmp) / f"incast-{cc}.yaml"
-    sc.write_text(scenario_text(cc, duration))
+    sc.write_text(scenario_text(scenario, cc, duration))
     report = Path(tmp) / f"report-{cc}"
     p = run([fabemu, "run", str(sc), "--lab", "icdq", "-q", "--report", str(report)],
             timeout=3 * 3600, check=False)
@@ -81,6 +96,7 @@ def step_figures(recs):
             "ok": s["ok"],
             "cnps": sum(f["cnps"] or 0 for f in senders),
             "lossless_drops": growth(samples, start, end, "lossless_drops"),
+            "drops": growth(samples, start, end, "drop_queue"),
             "pause_s": growth(samples, start, end, "pause_ns") / 1e9,
             # What the receiver's NIC took over the step (a sender's own rate counts its QP's
             # active time only).
@@ -94,11 +110,22 @@ def step_figures(recs):
     return out, samples
 
 
-def fluid_mae(samples, start, end, senders):
+def red_of(scenario):
+    """The links' RED marking in the scenario's text: (kmin, kmax) in bytes and pmax."""
+    m = re.search(r"ecn:\s*\{kmin:\s*(\d+)([KM]?),\s*kmax:\s*(\d+)([KM]?),\s*pmax:\s*([\d.]+)%",
+                  Path(scenario).read_text())
+    if not m:
+        raise BenchError(f"{scenario}: no `ecn: {{kmin: .., kmax: .., pmax: ..%}}` on its links")
+    unit = {"": 1, "K": 1024, "M": 1024 * 1024}
+    return (int(m[1]) * unit[m[2]], int(m[3]) * unit[m[4]], float(m[5]) / 100)
+
+
+def fluid_mae(samples, start, end, senders, red):
     """Each QP's sampled rate against the fluid model of a 2:1 incast, from the QP's first
     sample (its first frame) on: mean |measured - model| / mean model."""
+    kmin, kmax, pmax = red
     model = dcqcn_fluid.simulate(types.SimpleNamespace(
-        senders=2, rate=LINE_BPS, mtu=9000, kmin=40 * 1024, kmax=160 * 1024, pmax=0.2,
+        senders=2, rate=LINE_BPS, mtu=9000, kmin=kmin, kmax=kmax, pmax=pmax,
         g=1 / 256, alpha_interval=1e-6, cnp_interval=50e-6, rp_timer=300e-6, ai=None, hai=None,
         min_rate=1e9, clamp_target=False, fast_recovery=1, feedback_delay=30e-6,
         duration=end - start, dt=1e-7, series=1e-6))
@@ -125,25 +152,44 @@ def fluid_mae(samples, start, end, senders):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fabemu", default=str(REPO / "build/emulator/fabemu"))
+    ap.add_argument("--scenario", default=str(REPO / "scenarios/incast-dcqcn.yaml"),
+                    help="the incasts (its steps and its `cc: dcqcn`, as the default's)")
     ap.add_argument("--runs", type=int, default=1, help="runs of each mode (medians)")
     ap.add_argument("--duration", default="2ms", help="each incast's (the fabric's time)")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="which of " + ", ".join(MODES) + " (comma-separated)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    if not modes or any(m not in MODES for m in modes):
+        sys.exit(f"incast_dcqcn: --modes: each of {', '.join(MODES)}")
     if os.geteuid() != 0:
         sys.exit("incast_dcqcn: needs root (namespaces)")
-    by_mode = {"dcqcn": [], "none": []}
+    by_mode = {m: [] for m in modes}
     mae = []
     with tempfile.TemporaryDirectory(dir=REPO / "build") as tmp:
         for _ in range(args.runs):
-            for cc in ("dcqcn", "none"):
-                figures, samples = step_figures(run_once(args.fabemu, cc, args.duration, tmp))
+            for cc in modes:
+                # A mode this machine cannot run (DCTCP not allowed in namespaces) is told and
+                # left out; the others still run.
+                try:
+                    recs = run_once(args.fabemu, args.scenario, cc, args.duration, tmp)
+                except BenchError as e:
+                    print(f"incast_dcqcn: {MODES[cc]} not run: {e}", file=sys.stderr, flush=True)
+                    continue
+                figures, samples = step_figures(recs)
                 by_mode[cc].append(figures)
                 if cc == "dcqcn" and 0 in figures:
                     mae.append(fluid_mae(samples, figures[0]["start_s"], figures[0]["end_s"],
-                                         figures[0]["senders"]))
-    keys = ("cnps", "lossless_drops", "pause_s", "goodput", "jain", "victim_bps")
+                                         figures[0]["senders"], red_of(args.scenario)))
+    keys = ("cnps", "lossless_drops", "drops", "pause_s", "goodput", "jain", "victim_bps")
+    modes = [m for m in modes if by_mode[m]]
+    if not modes:
+        raise BenchError("no mode ran")
     med = {}
     for cc, runs in by_mode.items():
+        if not runs:
+            continue
         med[cc] = {}
         for i in sorted(runs[0]):
             med[cc][i] = {"n": runs[0][i]["n"], "ok": all(r[i]["ok"] for r in runs if i in r)}
@@ -153,22 +199,23 @@ def main():
     if args.json:
         print(json.dumps({"modes": med, "fluid_mae": mae}))
         return
-    print(f"# scenarios/incast-dcqcn.yaml, 100 Gbit/s x10000, incasts of {args.duration}, "
+    print(f"# {Path(args.scenario).name}, 100 Gbit/s x10000, incasts of {args.duration}, "
           f"{args.runs} run(s) per mode (medians); pause time summed over link directions; "
           "goodput: the receiver's, of its link")
-    print(f"{'N':>2} {'mode':>10} {'CNPs':>6} {'LL drops':>9} {'paused':>10} {'goodput':>8} "
-          f"{'Jain':>6} {'victim':>12}")
-    for i in sorted(med["dcqcn"]):
-        for cc, name in (("dcqcn", "PFC+DCQCN"), ("none", "PFC alone")):
+    print(f"{'N':>2} {'mode':>10} {'CNPs':>6} {'LL drops':>9} {'drops':>7} {'paused':>10} "
+          f"{'goodput':>8} {'Jain':>6} {'victim':>12}")
+    for i in sorted(med[modes[0]]):
+        for cc in modes:
             f = med[cc].get(i)
             if not f:
                 continue
             victim = f"{f['victim_bps'] / 1e9:.2f} Gbit/s" if f["victim_bps"] else "-"
-            print(f"{f['n']:>2} {name:>10} {f['cnps']:>6.0f} {f['lossless_drops']:>9.0f} "
-                  f"{f['pause_s'] * 1e6:>8.1f}us {f['goodput']:>8.3f} {f['jain']:>6.3f} "
-                  f"{victim:>12}{'' if f['ok'] else '  (step FAILED)'}")
-        d, n = med["dcqcn"][i]["pause_s"], med["none"].get(i, {}).get("pause_s")
-        if n is not None:
+            print(f"{f['n']:>2} {MODES[cc]:>10} {f['cnps']:>6.0f} {f['lossless_drops']:>9.0f} "
+                  f"{f['drops']:>7.0f} {f['pause_s'] * 1e6:>8.1f}us {f['goodput']:>8.3f} "
+                  f"{f['jain']:>6.3f} {victim:>12}{'' if f['ok'] else '  (step FAILED)'}")
+        d = med.get("dcqcn", {}).get(i, {}).get("pause_s")
+        n = med.get("none", {}).get(i, {}).get("pause_s")
+        if d is not None and n is not None:
             print(f"   pause time PFC alone / PFC+DCQCN: "
                   f"{(n / d) if d else float('inf'):.1f}x")
     for err, qps in mae:
