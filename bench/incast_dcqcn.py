@@ -3,8 +3,8 @@
 scenarios/incast-dcqcn.yaml (RDMA writes from N = 2, 4, 8 senders to h1 over rxe, every link
 with PFC and RED marking; the N = 4 step with a victim flow) run twice in one invocation: as it
 is (rdma: {cc: dcqcn}) and with cc: none (PFC alone), the peer measured in the same run, and
-the same incasts over TCP (iperf3, outside the lossless class) with DCTCP and with CUBIC on the
-hosts (--modes picks). Per step and mode: CNPs, frames of the lossless class dropped, frames
+the same incasts over TCP (iperf3; the step marks it with the lossless class's DSCP) with DCTCP
+and with CUBIC on the hosts (--modes picks). Per step and mode: CNPs, frames of the lossless class dropped, frames
 tail-dropped, the time links were paused (summed
 over directions), the receiver's goodput as a share of its link, Jain's fairness among the
 senders and the victim's rate; then the ratio of pause time PFC alone / DCQCN. For the 2:1 step
@@ -32,8 +32,8 @@ import dcqcn_fluid  # noqa: E402  (the project's own reference model)
 LINE_BPS = 100e9
 
 
-# The modes: RDMA over rxe with DCQCN or with PFC alone; TCP (iperf3, not of the lossless
-# class) with DCTCP or CUBIC on the hosts, over the same links and RED marking.
+# The modes: RDMA over rxe with DCQCN or with PFC alone; TCP (iperf3, in the lossless class by
+# the step's DSCP) with DCTCP or CUBIC on the hosts, over the same links and RED marking.
 MODES = {"dcqcn": "PFC+DCQCN", "none": "PFC alone", "dctcp": "TCP DCTCP", "cubic": "TCP CUBIC"}
 TCP_MODES = ("dctcp", "cubic")
 
@@ -110,23 +110,29 @@ def step_figures(recs):
     return out, samples
 
 
-def red_of(scenario):
-    """The links' RED marking in the scenario's text: (kmin, kmax) in bytes and pmax."""
+def model_of(scenario):
+    """What the fluid model takes from the scenario's text: the links' RED marking (kmin and
+    kmax in bytes, pmax) and DCQCN's CNP interval (s; the default 50 us unless it sets one)."""
+    text = Path(scenario).read_text()
     m = re.search(r"ecn:\s*\{kmin:\s*(\d+)([KM]?),\s*kmax:\s*(\d+)([KM]?),\s*pmax:\s*([\d.]+)%",
-                  Path(scenario).read_text())
+                  text)
     if not m:
         raise BenchError(f"{scenario}: no `ecn: {{kmin: .., kmax: .., pmax: ..%}}` on its links")
     unit = {"": 1, "K": 1024, "M": 1024 * 1024}
-    return (int(m[1]) * unit[m[2]], int(m[3]) * unit[m[4]], float(m[5]) / 100)
+    cnp = re.search(r"cnp_interval:\s*([\d.]+)(ns|us|ms)\b", text)
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3}
+    return {"kmin": int(m[1]) * unit[m[2]], "kmax": int(m[3]) * unit[m[4]],
+            "pmax": float(m[5]) / 100,
+            "cnp_interval": float(cnp[1]) * scale[cnp[2]] if cnp else 50e-6}
 
 
-def fluid_mae(samples, start, end, senders, red):
+def fluid_mae(samples, start, end, senders, params):
     """Each QP's sampled rate against the fluid model of a 2:1 incast, from the QP's first
     sample (its first frame) on: mean |measured - model| / mean model."""
-    kmin, kmax, pmax = red
     model = dcqcn_fluid.simulate(types.SimpleNamespace(
-        senders=2, rate=LINE_BPS, mtu=9000, kmin=kmin, kmax=kmax, pmax=pmax,
-        g=1 / 256, alpha_interval=1e-6, cnp_interval=50e-6, rp_timer=300e-6, ai=None, hai=None,
+        senders=2, rate=LINE_BPS, mtu=9000, kmin=params["kmin"], kmax=params["kmax"],
+        pmax=params["pmax"], g=1 / 256, alpha_interval=1e-6,
+        cnp_interval=params["cnp_interval"], rp_timer=300e-6, ai=None, hai=None,
         min_rate=1e9, clamp_target=False, fast_recovery=1, feedback_delay=30e-6,
         duration=end - start, dt=1e-7, series=1e-6))
     def model_at(t):
@@ -165,6 +171,8 @@ def main():
         sys.exit(f"incast_dcqcn: --modes: each of {', '.join(MODES)}")
     if os.geteuid() != 0:
         sys.exit("incast_dcqcn: needs root (namespaces)")
+    # Read before anything runs: a scenario the model cannot follow fails now, not after a run.
+    model_params = model_of(args.scenario) if "dcqcn" in modes else None
     by_mode = {m: [] for m in modes}
     mae = []
     with tempfile.TemporaryDirectory(dir=REPO / "build") as tmp:
@@ -181,15 +189,14 @@ def main():
                 by_mode[cc].append(figures)
                 if cc == "dcqcn" and 0 in figures:
                     mae.append(fluid_mae(samples, figures[0]["start_s"], figures[0]["end_s"],
-                                         figures[0]["senders"], red_of(args.scenario)))
+                                         figures[0]["senders"], model_params))
     keys = ("cnps", "lossless_drops", "drops", "pause_s", "goodput", "jain", "victim_bps")
     modes = [m for m in modes if by_mode[m]]
     if not modes:
         raise BenchError("no mode ran")
     med = {}
-    for cc, runs in by_mode.items():
-        if not runs:
-            continue
+    for cc in modes:
+        runs = by_mode[cc]
         med[cc] = {}
         for i in sorted(runs[0]):
             med[cc][i] = {"n": runs[0][i]["n"], "ok": all(r[i]["ok"] for r in runs if i in r)}
