@@ -13,6 +13,9 @@
  *   Rt = Rc (after the first stage), Rc = max(min, Rc (1 - alpha / 2)) and the increase timer
  *   restarts; every rp_timer Rc recovers towards Rt: F rounds of fast recovery
  *   (Rc = (Rc + Rt) / 2), one of additive increase (Rt += ai), then hyper increase (Rt += hai).
+ *   With a byte counter B (the paper's; ConnectX's rpg_byte_reset; HPCC's ns-3 has none), every
+ *   B bytes the QP sends is an increase event too, counted in a stage of its own: fast recovery
+ *   while both stages are below F, hyper increase once both are above it, additive between.
  *   A QP that never saw a CNP sends at the line rate.
  *
  * The timers are not BPF timers: the machine is advanced to `now` whenever the QP sends or a CNP
@@ -45,6 +48,7 @@ struct fabemu_dcqcn_cfg {
   __u64 decrease_ns;     /* the rate decrease check's interval */
   __u64 rp_timer_ns;     /* the rate increase timer */
   __u64 cnp_interval_ns; /* notification point: at most one CNP per QP per this */
+  __u64 byte_counter;    /* an increase event per this many bytes sent (0: none) */
   __u32 g;               /* alpha's gain, a fraction of FABEMU_DCQCN_ONE */
   __u32 fast_recovery;   /* F: rounds of fast recovery before additive increase */
   __u32 clamp_target;    /* 1: every decrease sets Rt = Rc (else not in the first stage) */
@@ -69,10 +73,11 @@ struct fabemu_dcqcn_qp {
   __u64 alpha_at;   /* the next alpha update (0: no CNP yet: the line rate) */
   __u64 decrease_at;
   __u64 increase_at;  /* the next rate increase (0: none armed) */
-  __u32 stage;        /* increase events since the last decrease */
+  __u32 stage;        /* timer increase events since the last decrease */
   __u32 alpha_cnp;    /* a CNP came since the last alpha update */
   __u32 decrease_cnp; /* ... since the last decrease check */
-  __u32 pad;
+  __u32 byte_stage;   /* byte counter increase events since the last decrease */
+  __u64 byte_count;   /* bytes sent towards the byte counter's next event */
   __u64 next_send_ns; /* pacing: the QP's next frame may leave from then */
   __u64 cnps;         /* CNPs received */
   __u64 decreases;    /* rate decreases applied */
@@ -142,27 +147,39 @@ FABEMU_DCQCN_GLOBAL int fabemu_dcqcn_alpha_to(const struct fabemu_dcqcn_cfg* c,
   return 0;
 }
 
-/* One rate increase event: fast recovery, additive or hyper increase by stage. */
+/* The lower of the two increase stages (the timer's alone without a byte counter). */
+FABEMU_DCQCN_INLINE __u32 fabemu_dcqcn_low_stage(const struct fabemu_dcqcn_cfg* c,
+                                                 const struct fabemu_dcqcn_qp* q) {
+  if (!c->byte_counter || q->stage < q->byte_stage) return q->stage;
+  return q->byte_stage;
+}
+
+/* One rate increase event, of the timer or (`bytes`) of the byte counter: fast recovery,
+ * additive or hyper increase by the stages. */
 FABEMU_DCQCN_INLINE void fabemu_dcqcn_increase(const struct fabemu_dcqcn_cfg* c,
-                                               struct fabemu_dcqcn_qp* q) {
-  if (q->stage > c->fast_recovery)
+                                               struct fabemu_dcqcn_qp* q, int bytes) {
+  const __u32 lo = fabemu_dcqcn_low_stage(c, q);
+  const __u32 hi = c->byte_counter && q->byte_stage > q->stage ? q->byte_stage : q->stage;
+  if (lo > c->fast_recovery)
     q->target_bps += c->hai_bps;
-  else if (q->stage == c->fast_recovery)
+  else if (hi >= c->fast_recovery)
     q->target_bps += c->ai_bps;
   q->target_bps = fabemu_dcqcn_min(q->target_bps, c->line_bps);
   /* Rounded up, so that Rc reaches Rt instead of stopping a bit/s short. */
   q->rate_bps = (q->rate_bps + q->target_bps + 1) / 2;
-  if (q->stage < 0xffffffffU) q->stage++;
+  __u32* stage = bytes ? &q->byte_stage : &q->stage;
+  if (*stage < 0xffffffffU) (*stage)++;
 }
 
 /* The decrease check at `t` that finds a CNP. */
 FABEMU_DCQCN_INLINE void fabemu_dcqcn_decrease(const struct fabemu_dcqcn_cfg* c,
                                                struct fabemu_dcqcn_qp* q, __u64 t) {
   fabemu_dcqcn_alpha_to(c, q, t);
-  if (c->clamp_target || q->stage) q->target_bps = q->rate_bps;
+  if (c->clamp_target || q->stage || q->byte_stage) q->target_bps = q->rate_bps;
   __u64 cut = q->rate_bps - fabemu_dcqcn_scale(q->rate_bps, q->alpha / 2);
   q->rate_bps = cut > c->min_bps ? cut : c->min_bps;
-  q->stage = 0;
+  q->stage = q->byte_stage = 0;
+  q->byte_count = 0;
   q->decrease_cnp = 0;
   q->decreases++;
   q->increase_at = t + c->rp_timer_ns;
@@ -181,20 +198,23 @@ FABEMU_DCQCN_GLOBAL int fabemu_dcqcn_advance(const struct fabemu_dcqcn_cfg* c,
       fabemu_dcqcn_decrease(c, q, dec);
       q->decrease_at = dec + c->decrease_ns;
     } else if (inc < dec && inc <= now) {
-      fabemu_dcqcn_increase(c, q);
+      fabemu_dcqcn_increase(c, q, 0);
       q->increase_at = inc + c->rp_timer_ns;
     } else {
       break;
     }
   }
-  /* Increases still due after a long idle, in hyper increase (or at the line rate): Rt reaches
-   * the line rate after k of them, and every one after halves Rc's gap to it, which is gone
-   * after 64. With that many due the QP is back at the line rate. */
+  /* Increases still due after a long idle, past fast recovery (or at the line rate): Rt
+   * reaches the line rate after k of them (each adds hai, or ai while the byte counter's stage,
+   * which an idle QP does not move, is not above F), and every one after halves Rc's gap to it,
+   * which is gone after 64. With that many due the QP is back at the line rate. */
   if (q->increase_at && q->increase_at <= now && !q->decrease_cnp &&
       (q->stage > c->fast_recovery || q->target_bps >= c->line_bps)) {
     const __u64 n = (now - q->increase_at) / c->rp_timer_ns + 1;
     const __u64 gap = c->line_bps > q->target_bps ? c->line_bps - q->target_bps : 0;
-    const __u64 k = gap && c->hai_bps ? (gap + c->hai_bps - 1) / c->hai_bps : gap ? ~0ULL >> 1 : 0;
+    const __u64 step =
+        !c->byte_counter || q->byte_stage > c->fast_recovery ? c->hai_bps : c->ai_bps;
+    const __u64 k = gap && step ? (gap + step - 1) / step : gap ? ~0ULL >> 1 : 0;
     if (n >= k + 64) {
       q->rate_bps = q->target_bps = c->line_bps;
       q->stage = q->stage + n < 0xffffffffULL ? (__u32)(q->stage + n) : 0xffffffffU;
@@ -244,6 +264,14 @@ FABEMU_DCQCN_INLINE __u64 fabemu_dcqcn_pace(const struct fabemu_dcqcn_cfg* c,
   q->packets++;
   q->bytes += wire_bytes;
   q->last_ns = now;
+  /* The byte counter: an increase event once the QP has sent its bytes since the last. */
+  if (c->byte_counter && q->alpha_at) {
+    q->byte_count += wire_bytes;
+    if (q->byte_count >= c->byte_counter) {
+      q->byte_count = 0;
+      fabemu_dcqcn_increase(c, q, 1);
+    }
+  }
   return at;
 }
 

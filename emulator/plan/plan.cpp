@@ -163,6 +163,7 @@ DcqcnParams dcqcn_params(const DcqcnSpec& d, uint64_t wall_line_bps, const TimeS
   p.g = d.g;
   p.fast_recovery = d.fast_recovery;
   p.clamp_target = d.clamp_target;
+  p.byte_counter = d.byte_counter;
   return p;
 }
 
@@ -202,6 +203,11 @@ ShapePort port_of(const LabModel& m, const LabPaths& paths, int link, bool b_to_
   // unless its switch shares a buffer among its ports.
   p.buffer = shared_buffer_of(m, from.node);
   LinkShape real = shape;
+  // RED is a switch's: a host's NIC does not mark the frames it sends, even while PFC pauses
+  // them in its queue (DCQCN's CNPs answer the switches' marks).
+  const LinkEnd& to = b_to_a ? t.links[link].a : t.links[link].b;
+  if (t.nodes[from.node].role == Role::Host && t.nodes[to.node].role != Role::Host)
+    real.ecn.reset();
   if (real.rate_bps.value_or(0) && !real.queue_ns.value_or(0) && !real.queue_bytes.value_or(0) &&
       !p.buffer)
     real.queue_ns = kDefaultQueueNs;

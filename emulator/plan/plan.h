@@ -126,6 +126,7 @@ struct DcqcnParams {
   double g = 0;
   uint32_t fast_recovery = 0;
   bool clamp_target = false;
+  uint64_t byte_counter = 0;  // bytes: not dilated
 };
 
 // The parameters of `d` at a NIC whose link runs at `wall_line_bps` under `t`: ai and hai by

@@ -328,10 +328,10 @@ double read_gain(const Field& f) {
   return g;
 }
 
-// rdma.dcqcn: {alpha_interval: 1us, ..., clamp_target: false}.
+// rdma.dcqcn: {alpha_interval: 1us, ..., clamp_target: false, byte_counter: off}.
 DcqcnSpec read_dcqcn(const Field& f) {
   f.check_keys({"alpha_interval", "decrease_interval", "rp_timer", "cnp_interval", "g", "ai", "hai",
-                "min_rate", "fast_recovery", "clamp_target"});
+                "min_rate", "fast_recovery", "clamp_target", "byte_counter"});
   DcqcnSpec d;
   if (auto v = f.find("alpha_interval")) d.alpha_interval_ns = read_interval(*v);
   if (auto v = f.find("decrease_interval")) d.decrease_interval_ns = read_interval(*v);
@@ -349,6 +349,10 @@ DcqcnSpec read_dcqcn(const Field& f) {
   }
   if (auto v = f.find("fast_recovery")) d.fast_recovery = uint32_t(v->integer(0, 1000));
   if (auto v = f.find("clamp_target")) d.clamp_target = v->boolean();
+  if (auto v = f.find("byte_counter"); v && !(v->is_scalar() && v->str() == "off")) {
+    d.byte_counter = v->parsed(parse_size_bytes);
+    if (d.byte_counter == 0) v->fail("must be above 0 (or off), e.g. 32K");
+  }
   return d;
 }
 

@@ -105,6 +105,7 @@ fabemu_dcqcn_cfg to_dcqcn_cfg(const DcqcnParams& p) {
       std::clamp<double>(std::round(p.g * double(FABEMU_DCQCN_ONE)), 1, double(FABEMU_DCQCN_ONE)));
   c.fast_recovery = p.fast_recovery;
   c.clamp_target = p.clamp_target;
+  c.byte_counter = p.byte_counter;
   return c;
 }
 

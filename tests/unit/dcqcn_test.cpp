@@ -140,6 +140,53 @@ TEST(Dcqcn, RecoversByFastRecoveryThenAdditiveThenHyperIncrease) {
   EXPECT_EQ(r.target_bps, recovered + c.ai_bps + c.hai_bps);
 }
 
+// byte_counter: every B bytes sent is an increase event of its own stage; fast recovery while
+// both stages are below F, additive increase while one is not, hyper increase once both are
+// above F (DCQCN's two counters).
+TEST(Dcqcn, TheByteCounterRecoversBetweenTimersAndHyperIncreaseWaitsForBothStages) {
+  fabemu_dcqcn_cfg c = defaults();
+  c.byte_counter = 32768;
+  fabemu_dcqcn_qp q{};
+  auto send = [&](uint64_t now, uint64_t bytes) {
+    for (uint64_t sent = 0; sent < bytes; sent += 8192) fabemu_dcqcn_pace(&c, &q, now, 8192);
+  };
+  fabemu_dcqcn_cnp(&c, &q, 0);
+  const uint64_t cut = fabemu_dcqcn_rate(&c, &q, 4 * kUs + 1);
+  ASSERT_LT(cut, c.line_bps);
+  send(5 * kUs, 24576);  // not yet B
+  EXPECT_EQ(q.rate_bps, cut);
+  send(5 * kUs, 8192);  // B: fast recovery halfway to Rt, the line rate
+  EXPECT_NEAR(double(q.rate_bps), (double(cut) + 1e11) / 2, 1);
+  EXPECT_EQ(q.byte_stage, 1u);
+  // A CNP after that increase: Rt = Rc, then the byte counter's rounds.
+  fabemu_dcqcn_cnp(&c, &q, 6 * kUs);
+  const uint64_t before = q.rate_bps;
+  fabemu_dcqcn_rate(&c, &q, 8 * kUs + 1);
+  ASSERT_EQ(q.decreases, 2u);
+  EXPECT_EQ(q.target_bps, before);
+  EXPECT_EQ(q.byte_stage, 0u);
+  send(9 * kUs, 32768);  // fast recovery: Rt stays
+  EXPECT_EQ(q.target_bps, before);
+  send(9 * kUs, 32768);  // additive increase
+  EXPECT_EQ(q.target_bps, before + c.ai_bps);
+  send(9 * kUs, 32768);  // still additive: the timer's stage is 0
+  EXPECT_EQ(q.target_bps, before + 2 * c.ai_bps);
+  // The timer's rounds: additive while its stage is at most F, then hyper increase.
+  fabemu_dcqcn_rate(&c, &q, 308 * kUs + 1);
+  EXPECT_EQ(q.target_bps, before + 3 * c.ai_bps);
+  fabemu_dcqcn_rate(&c, &q, 608 * kUs + 1);
+  EXPECT_EQ(q.target_bps, before + 4 * c.ai_bps);
+  fabemu_dcqcn_rate(&c, &q, 908 * kUs + 1);
+  EXPECT_EQ(q.target_bps, before + 4 * c.ai_bps + c.hai_bps);
+  // Without the byte counter the same bytes move nothing.
+  c.byte_counter = 0;
+  fabemu_dcqcn_qp r{};
+  fabemu_dcqcn_cnp(&c, &r, 0);
+  const uint64_t still = fabemu_dcqcn_rate(&c, &r, 4 * kUs + 1);
+  for (int i = 0; i < 64; ++i) fabemu_dcqcn_pace(&c, &r, 5 * kUs, 8192);
+  EXPECT_EQ(r.rate_bps, still);
+}
+
 TEST(Dcqcn, MatchesTimersFiredOneByOneOverRandomCnps) {
   std::mt19937_64 rng(42);
   for (int trial = 0; trial < 20; ++trial) {

@@ -553,6 +553,29 @@ rdma: {cc: dcqcn, dcqcn: {cnp_interval: 40us}}
     EXPECT_FALSE(p.dcqcn) << p.direction;
 }
 
+// RED is a switch's: the hosts' own ports (their NICs) do not mark, even where the links'
+// default gives every direction `ecn`; a step threshold (ecn_threshold) stays where it is given.
+TEST(PlanRdma, RedMarksAtSwitchPortsOnlyNotAtTheHostsNics) {
+  auto m = build_model(load(R"(name: red
+topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
+links: {default: {rate: 100gbit, ecn: {kmin: 40K, kmax: 160K, pmax: 20%}, ecn_threshold: 1M}}
+)"),
+                       0);
+  ASSERT_TRUE(m.ok()) << m.error().what();
+  LabPaths paths;
+  paths.lab = "red";
+  int hosts = 0, switches = 0;
+  for (const ShapePort& p : shape_ports(make_plan(*m, paths, 0, PlanOptions{}))) {
+    const fabemu_link_cfg cfg = to_cfg(p);
+    const bool host = p.direction.rfind("h", 0) == 0;
+    (host ? hosts : switches)++;
+    EXPECT_EQ(cfg.ecn_kmax_bytes, host ? 0u : 160u << 10) << p.direction;
+    EXPECT_EQ(cfg.ecn_threshold_bytes, 1u << 20) << p.direction;
+  }
+  EXPECT_EQ(hosts, 2);
+  EXPECT_EQ(switches, 6);
+}
+
 TEST(PlanSwitchBuffers, SwitchPortsShareTheirSwitchsBufferByTierAndNameWithoutTheDefaultQueue) {
   auto m = build_model(load(R"(name: sb
 topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2}
