@@ -2,7 +2,7 @@
 """Reference: DCQCN's rate equations as a fluid model, for an N:1 incast of N QPs into one link
 (the project's own code, after Zhu, Ghobadi, Misra and Padhye, "ECN or Delay: Lessons Learnt
 from Analysis of DCQCN and TIMELY", CoNEXT 2016, section 3; the Mellanox variant HPCC's ns-3
-runs and fabemu's eBPF implements: no byte counter, only the rate increase timer).
+runs and fabemu's eBPF implements: the rate increase timer, and a byte counter if one is given).
 
 State, per QP (all N alike: they start together and see the same queue): the current rate Rc,
 the target rate Rt and alpha; the bottleneck's queue q (bytes). Each delay tau_star (the
@@ -19,6 +19,11 @@ feedback loop: RTT, plus the notification point's CNP interval on average half) 
   dRt    = -(Rt - Rc) cnp / tau quiet                      Rt = Rc at a cut after a timer round
          + inc (ai (quiet^F - quiet^(F+1)) + hai quiet^(F+1))   additive, then hyper increase
   dRc    = -Rc alpha cnp / (2 tau) + (Rt - Rc) / 2 inc
+
+With a byte counter of B bytes, its events come at inc_B (inc with B's frames for T Rc) and
+join the timer's: past fast recovery when either counter's stage is (1 - (1 - quiet^F)
+(1 - quiet_B^F)), in hyper increase when both are (quiet^(F+1) quiet_B^(F+1)), and a cut
+clamps Rt after either's round.
   dq     = N Rc - C                                         (q >= 0)
 
 (rates in frames per second of `mtu` bytes for the exponents). Two departures from the paper's
@@ -88,6 +93,7 @@ def simulate(a):
     n, line, mtu = a.senders, a.rate, a.mtu
     frame_bits = 8.0 * mtu
     tau, tau_a, timer = a.cnp_interval, a.alpha_interval, a.rp_timer
+    byte_counter = getattr(a, "byte_counter", 0)
     ai = a.ai if a.ai is not None else 5e6 * line / 25e9
     hai = a.hai if a.hai is not None else 50e6 * line / 25e9
     # The QPs start at the line rate, alpha 1 (its value at the first CNP).
@@ -108,9 +114,18 @@ def simulate(a):
         cnp = -math.expm1(tau * frames * math.log1p(-p)) if p < 1 else 1.0
         inc = increase_rate(p, timer * frames) * frames  # per second
         quiet = (1 - p) ** (timer * frames)
-        clamp = 1.0 if a.clamp_target else quiet
-        d_alpha = a.g / tau_a * (tau_a / tau * cnp - alpha)
         f_rounds, hyper_rounds = quiet ** a.fast_recovery, quiet ** (a.fast_recovery + 1)
+        past = quiet
+        if byte_counter:
+            b_frames = byte_counter / mtu
+            inc_b = increase_rate(p, b_frames) * frames
+            quiet_b = (1 - p) ** b_frames
+            f_rounds = 1 - (1 - f_rounds) * (1 - quiet_b ** a.fast_recovery)
+            hyper_rounds *= quiet_b ** (a.fast_recovery + 1)
+            past = 1 - (1 - quiet) * (1 - quiet_b)
+            inc += inc_b
+        clamp = 1.0 if a.clamp_target else past
+        d_alpha = a.g / tau_a * (tau_a / tau * cnp - alpha)
         d_rt = -(rt - rc) * cnp / tau * clamp + inc * (ai * (f_rounds - hyper_rounds) +
                                                      hai * hyper_rounds)
         d_rc = -rc * alpha * cnp / (2 * tau) + (rt - rc) / 2 * inc
@@ -148,6 +163,7 @@ def main():
     ap.add_argument("--hai", type=rate, default=None, help="default 50 Mbit/s per 25 Gbit/s")
     ap.add_argument("--min-rate", type=rate, default=rate("1gbit"))
     ap.add_argument("--clamp-target", action="store_true", help="every cut sets Rt = Rc")
+    ap.add_argument("--byte-counter", type=size, default=0, help="bytes per increase (0: none)")
     ap.add_argument("--fast-recovery", type=int, default=1)
     ap.add_argument("--feedback-delay", type=seconds, default=seconds("30us"),
                     help="marking to rate cut: RTT plus half a CNP interval")

@@ -15,6 +15,7 @@ tcp_dctcp module and `dctcp` in net.ipv4.tcp_allowed_congestion_control (the VM 
 the guest first); a mode that cannot run is told and left out.
     scripts/vm-run -- /usr/bin/python3 bench/incast_dcqcn.py [--runs 1] [--modes M,..] [--json]"""
 import argparse
+import fractions
 import json
 import os
 import re
@@ -110,20 +111,39 @@ def step_figures(recs):
     return out, samples
 
 
+def dcqcn_keys(text):
+    """rdma.dcqcn's keys as the scenario writes them on one line (`dcqcn: {k: v, ...}`)."""
+    m = re.search(r"dcqcn:\s*\{([^}]*)\}", text)
+    pairs = [kv.split(":", 1) for kv in m[1].split(",") if ":" in kv] if m else []
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
 def model_of(scenario):
     """What the fluid model takes from the scenario's text: the links' RED marking (kmin and
-    kmax in bytes, pmax) and DCQCN's CNP interval (s; the default 50 us unless it sets one)."""
+    kmax in bytes, pmax) and DCQCN's parameters where the scenario sets them (the alpha and CNP
+    intervals, the rate increase timer, g, the byte counter, clamp_target; the defaults
+    otherwise)."""
     text = Path(scenario).read_text()
     m = re.search(r"ecn:\s*\{kmin:\s*(\d+)([KM]?),\s*kmax:\s*(\d+)([KM]?),\s*pmax:\s*([\d.]+)%",
                   text)
     if not m:
         raise BenchError(f"{scenario}: no `ecn: {{kmin: .., kmax: .., pmax: ..%}}` on its links")
     unit = {"": 1, "K": 1024, "M": 1024 * 1024}
-    cnp = re.search(r"cnp_interval:\s*([\d.]+)(ns|us|ms)\b", text)
-    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3}
-    return {"kmin": int(m[1]) * unit[m[2]], "kmax": int(m[3]) * unit[m[4]],
-            "pmax": float(m[5]) / 100,
-            "cnp_interval": float(cnp[1]) * scale[cnp[2]] if cnp else 50e-6}
+    d = dcqcn_keys(text)
+    try:
+        time = lambda k, dflt: dcqcn_fluid.seconds(d[k]) if k in d else dflt  # noqa: E731
+        g = d.get("g", "1/256")
+        byte_counter = d.get("byte_counter", "off")
+        return {"kmin": int(m[1]) * unit[m[2]], "kmax": int(m[3]) * unit[m[4]],
+                "pmax": float(m[5]) / 100,
+                "cnp_interval": time("cnp_interval", 50e-6),
+                "alpha_interval": time("alpha_interval", 1e-6),
+                "rp_timer": time("rp_timer", 300e-6),
+                "g": float(fractions.Fraction(g)),
+                "byte_counter": 0 if byte_counter == "off" else dcqcn_fluid.size(byte_counter),
+                "clamp_target": d.get("clamp_target", "false") in ("true", "on", "yes")}
+    except ValueError as e:
+        raise BenchError(f"{scenario}: rdma.dcqcn: {e}")
 
 
 def fluid_mae(samples, start, end, senders, params):
@@ -131,9 +151,10 @@ def fluid_mae(samples, start, end, senders, params):
     sample (its first frame) on: mean |measured - model| / mean model."""
     model = dcqcn_fluid.simulate(types.SimpleNamespace(
         senders=2, rate=LINE_BPS, mtu=9000, kmin=params["kmin"], kmax=params["kmax"],
-        pmax=params["pmax"], g=1 / 256, alpha_interval=1e-6,
-        cnp_interval=params["cnp_interval"], rp_timer=300e-6, ai=None, hai=None,
-        min_rate=1e9, clamp_target=False, fast_recovery=1, feedback_delay=30e-6,
+        pmax=params["pmax"], g=params["g"], alpha_interval=params["alpha_interval"],
+        cnp_interval=params["cnp_interval"], rp_timer=params["rp_timer"], ai=None, hai=None,
+        min_rate=1e9, clamp_target=params["clamp_target"], fast_recovery=1,
+        byte_counter=params["byte_counter"], feedback_delay=30e-6,
         duration=end - start, dt=1e-7, series=1e-6))
     def model_at(t):
         k = min(len(model) - 1, max(0, int(round(t / 1e-6))))

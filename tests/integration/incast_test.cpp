@@ -122,6 +122,42 @@ TEST_F(IncastTest, ASharedBufferHoldsTheBurstThatPerPortQueuesOfTheSameTotalDrop
   EXPECT_EQ(shared, 0) << "the shared buffer dropped (per-port queues: " << own << " drops)";
 }
 
+// The dynamic threshold's effect on a second congested port: the same 2:1 burst into h1 as
+// above, through leaf1's shared 5M at alpha 8. Alone, leaf1>h1 may hold 8/9 of the buffer and
+// drops nothing. While a second 2:1 burst (h6 and h7 on leaf2, to h4 on leaf1) congests
+// leaf1>h4, the two ports may hold 8/17 of it each, and leaf1>h1 drops.
+TEST_F(IncastTest, ASecondCongestedPortShrinksWhatTheSharedBufferGivesTheFirst) {
+  if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
+  auto scenario = [](const std::string& flows) {
+    return "name: shared2\nseed: 5\n"
+           "topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 4}\n"
+           "links: {default: {rate: 25mbit}, leaf-spine: {rate: 100mbit}}\n"
+           "switches: {buffer: 5M, alpha: 8}\n"
+           "rdma: {enabled: off}\nworkload:\n"
+           "  - traffic: {flows: [" +
+           flows + "], transport: udp, duration: 1s}\n";
+  };
+  auto drops = [&](const std::string& flows, const std::string& lab) {
+    LabGuard guard(lab);
+    Outcome o = run(scenario(flows), lab);
+    EXPECT_EQ(o.status, 0) << o;
+    std::map<std::string, int64_t> out;
+    for (const auto& [name, g] : counter_growth(report_))
+      if (name == "leaf1>h1" || name == "leaf1>h4") {
+        out[name] = g.value("drop_queue", int64_t{0});
+        std::printf("%s: %s %s\n", lab.c_str(), name.c_str(), g.dump().c_str());
+      }
+    EXPECT_TRUE(out.count("leaf1>h1")) << "no telemetry of leaf1>h1\n" << o;
+    return out;
+  };
+  const std::string into_h1 = "[h2, h1], [h3, h1]";
+  auto alone = drops(into_h1, lab_name("s1"));
+  auto both = drops(into_h1 + ", [h6, h4], [h7, h4]", lab_name("s2"));
+  EXPECT_EQ(alone["leaf1>h1"], 0) << "alone, leaf1>h1 holds the burst in 8/9 of 5M";
+  EXPECT_GT(both["leaf1>h1"], 0) << "beside a second congested port, 8/17 of 5M is not enough";
+  EXPECT_GT(both["leaf1>h4"], 0);
+}
+
 TEST_F(IncastTest, PfcDropsNoFrameOfTheClassAndThePausesReachTheSenders) {
   if (!find_tool("iperf3")) GTEST_SKIP() << "iperf3 is not installed";
   const std::string lab = lab_name("ip");
