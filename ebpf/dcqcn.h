@@ -52,7 +52,7 @@ struct fabemu_dcqcn_cfg {
   __u32 g;               /* alpha's gain, a fraction of FABEMU_DCQCN_ONE */
   __u32 fast_recovery;   /* F: rounds of fast recovery before additive increase */
   __u32 clamp_target;    /* 1: every decrease sets Rt = Rc (else not in the first stage) */
-  __u32 pad;
+  __u32 initial_alpha;   /* alpha at a QP's first CNP, a fraction of FABEMU_DCQCN_ONE */
 };
 
 /* A QP as its sender's NIC sees it: the peer's IPv4 address and the destination QP number its
@@ -236,8 +236,9 @@ FABEMU_DCQCN_INLINE void fabemu_dcqcn_cnp(const struct fabemu_dcqcn_cfg* c,
   q->alpha_cnp = 1;
   q->decrease_cnp = 1;
   if (!q->alpha_at) {
-    /* The first CNP: alpha starts at 1, the timers from now, Rt at the rate the QP had. */
-    q->alpha = FABEMU_DCQCN_ONE;
+    /* The first CNP: alpha starts at its initial value (1 unless configured), the timers from
+     * now, Rt at the rate the QP had. */
+    q->alpha = c->initial_alpha ? c->initial_alpha : FABEMU_DCQCN_ONE;
     q->alpha_cnp = 0;
     q->alpha_at = now + c->alpha_ns;
     q->decrease_at = now + c->decrease_ns + 1; /* after the alpha update due then */

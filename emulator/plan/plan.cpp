@@ -164,6 +164,7 @@ DcqcnParams dcqcn_params(const DcqcnSpec& d, uint64_t wall_line_bps, const TimeS
   p.fast_recovery = d.fast_recovery;
   p.clamp_target = d.clamp_target;
   p.byte_counter = d.byte_counter;
+  p.initial_alpha = d.initial_alpha;
   return p;
 }
 

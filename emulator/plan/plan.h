@@ -127,6 +127,7 @@ struct DcqcnParams {
   uint32_t fast_recovery = 0;
   bool clamp_target = false;
   uint64_t byte_counter = 0;  // bytes: not dilated
+  double initial_alpha = 1;
 };
 
 // The parameters of `d` at a NIC whose link runs at `wall_line_bps` under `t`: ai and hai by

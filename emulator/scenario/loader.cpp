@@ -331,7 +331,7 @@ double read_gain(const Field& f) {
 // rdma.dcqcn: {alpha_interval: 1us, ..., clamp_target: false, byte_counter: off}.
 DcqcnSpec read_dcqcn(const Field& f) {
   f.check_keys({"alpha_interval", "decrease_interval", "rp_timer", "cnp_interval", "g", "ai", "hai",
-                "min_rate", "fast_recovery", "clamp_target", "byte_counter"});
+                "min_rate", "fast_recovery", "clamp_target", "byte_counter", "initial_alpha"});
   DcqcnSpec d;
   if (auto v = f.find("alpha_interval")) d.alpha_interval_ns = read_interval(*v);
   if (auto v = f.find("decrease_interval")) d.decrease_interval_ns = read_interval(*v);
@@ -352,6 +352,11 @@ DcqcnSpec read_dcqcn(const Field& f) {
   if (auto v = f.find("byte_counter"); v && !(v->is_scalar() && v->str() == "off")) {
     d.byte_counter = v->parsed(parse_size_bytes);
     if (d.byte_counter == 0) v->fail("must be above 0 (or off), e.g. 32K");
+  }
+  if (auto v = f.find("initial_alpha")) {
+    d.initial_alpha = read_fraction(*v);
+    if (!(d.initial_alpha > 0) || d.initial_alpha > 1)
+      v->fail("initial_alpha must be above 0 and at most 1, e.g. 1/4");
   }
   return d;
 }

@@ -288,6 +288,7 @@ struct DcqcnSpec {
   uint32_t fast_recovery = 1;  // F: rounds of fast recovery before additive increase
   bool clamp_target = false;   // every decrease sets Rt = Rc (HPCC: only after the first stage)
   uint64_t byte_counter = 0;   // an increase event per this many bytes sent (HPCC: none)
+  double initial_alpha = 1;    // alpha at a QP's first CNP (ConnectX's initial_alpha_value)
 };
 
 // switches: {buffer: 32M, alpha: 1, spine: {buffer: 64M}, leaf2: {alpha: 2}}: each switch's

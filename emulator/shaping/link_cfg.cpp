@@ -106,6 +106,8 @@ fabemu_dcqcn_cfg to_dcqcn_cfg(const DcqcnParams& p) {
   c.fast_recovery = p.fast_recovery;
   c.clamp_target = p.clamp_target;
   c.byte_counter = p.byte_counter;
+  c.initial_alpha = uint32_t(std::clamp<double>(
+      std::round(p.initial_alpha * double(FABEMU_DCQCN_ONE)), 1, double(FABEMU_DCQCN_ONE)));
   return c;
 }
 

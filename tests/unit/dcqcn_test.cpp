@@ -112,6 +112,16 @@ TEST(Dcqcn, TheFirstCnpHalvesTheRateAtTheNextDecreaseCheck) {
   EXPECT_EQ(q.target_bps, c.line_bps);  // Rt is not clamped in the first stage
 }
 
+// initial_alpha (ConnectX's initial_alpha_value): alpha at the first CNP, 1 by default.
+TEST(Dcqcn, TheFirstCutTakesTheInitialAlpha) {
+  fabemu_dcqcn_cfg c = defaults();
+  c.initial_alpha = FABEMU_DCQCN_ONE / 4;
+  fabemu_dcqcn_qp q{};
+  fabemu_dcqcn_cnp(&c, &q, 0);
+  const double alpha = 0.25 * std::pow(1 - 1.0 / 256, 4);
+  EXPECT_NEAR(double(fabemu_dcqcn_rate(&c, &q, 4 * kUs + 1)), 1e11 * (1 - alpha / 2), 1e5);
+}
+
 TEST(Dcqcn, RecoversByFastRecoveryThenAdditiveThenHyperIncrease) {
   const fabemu_dcqcn_cfg c = defaults();
   fabemu_dcqcn_qp q{};
