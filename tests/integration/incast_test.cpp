@@ -137,25 +137,41 @@ TEST_F(IncastTest, ASecondCongestedPortShrinksWhatTheSharedBufferGivesTheFirst) 
            "  - traffic: {flows: [" +
            flows + "], transport: udp, duration: 1s}\n";
   };
-  auto drops = [&](const std::string& flows, const std::string& lab) {
+  // Per direction: frames dropped, and bytes offered (carried, still queued, dropped).
+  struct Into {
+    int64_t drops = 0;
+    double offered = 0;
+  };
+  auto into = [&](const std::string& flows, const std::string& lab) {
     LabGuard guard(lab);
     Outcome o = run(scenario(flows), lab);
     EXPECT_EQ(o.status, 0) << o;
-    std::map<std::string, int64_t> out;
+    std::map<std::string, Into> out;
     for (const auto& [name, g] : counter_growth(report_))
       if (name == "leaf1>h1" || name == "leaf1>h4") {
-        out[name] = g.value("drop_queue", int64_t{0});
+        const auto bytes = g.value("bytes", int64_t{0}), packets = g.value("packets", int64_t{0});
+        Into& i = out[name];
+        i.drops = g.value("drop_queue", int64_t{0});
+        i.offered = double(bytes + g.value("queued_bytes", int64_t{0})) +
+                    double(i.drops) * (packets ? double(bytes) / double(packets) : 1500.0);
         std::printf("%s: %s %s\n", lab.c_str(), name.c_str(), g.dump().c_str());
       }
     EXPECT_TRUE(out.count("leaf1>h1")) << "no telemetry of leaf1>h1\n" << o;
     return out;
   };
   const std::string into_h1 = "[h2, h1], [h3, h1]";
-  auto alone = drops(into_h1, lab_name("s1"));
-  auto both = drops(into_h1 + ", [h6, h4], [h7, h4]", lab_name("s2"));
-  EXPECT_EQ(alone["leaf1>h1"], 0) << "alone, leaf1>h1 holds the burst in 8/9 of 5M";
-  EXPECT_GT(both["leaf1>h1"], 0) << "beside a second congested port, 8/17 of 5M is not enough";
-  EXPECT_GT(both["leaf1>h4"], 0);
+  auto alone = into(into_h1, lab_name("s1"));
+  auto both = into(into_h1 + ", [h6, h4], [h7, h4]", lab_name("s2"));
+  EXPECT_EQ(alone["leaf1>h1"].drops, 0) << "alone, leaf1>h1 holds the burst in 8/9 of 5M";
+  // Four iperf3 senders at once: a machine too slow to offer them (the TCG VM offered 3.1 MB
+  // into h1 beside the second burst against 5.4 MB alone) cannot show the effect.
+  if (both["leaf1>h1"].offered < 0.9 * alone["leaf1>h1"].offered)
+    GTEST_SKIP() << "the senders offered " << both["leaf1>h1"].offered / 1e6
+                 << " MB into h1 beside the second burst, " << alone["leaf1>h1"].offered / 1e6
+                 << " MB alone: this machine could not load both ports";
+  EXPECT_GT(both["leaf1>h1"].drops, 0)
+      << "beside a second congested port, 8/17 of 5M is not enough";
+  EXPECT_GT(both["leaf1>h4"].drops, 0);
 }
 
 TEST_F(IncastTest, PfcDropsNoFrameOfTheClassAndThePausesReachTheSenders) {
