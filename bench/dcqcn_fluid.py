@@ -19,12 +19,12 @@ feedback loop: RTT, plus the notification point's CNP interval on average half) 
   dRt    = -(Rt - Rc) cnp / tau quiet                      Rt = Rc at a cut after a timer round
          + inc (ai (quiet^F - quiet^(F+1)) + hai quiet^(F+1))   additive, then hyper increase
   dRc    = -Rc alpha cnp / (2 tau) + (Rt - Rc) / 2 inc
+  dq     = N Rc - C                                         (q >= 0)
 
 With a byte counter of B bytes, its events come at inc_B (inc with B's frames for T Rc) and
 join the timer's: past fast recovery when either counter's stage is (1 - (1 - quiet^F)
 (1 - quiet_B^F)), in hyper increase when both are (quiet^(F+1) quiet_B^(F+1)), and a cut
-clamps Rt after either's round.
-  dq     = N Rc - C                                         (q >= 0)
+clamps Rt after either's round. alpha starts at `initial_alpha` (1 unless given).
 
 (rates in frames per second of `mtu` bytes for the exponents). Two departures from the paper's
 equations follow the Mellanox variant: Rt is set to Rc only by a cut that comes after a timer
@@ -96,8 +96,8 @@ def simulate(a):
     byte_counter = getattr(a, "byte_counter", 0)
     ai = a.ai if a.ai is not None else 5e6 * line / 25e9
     hai = a.hai if a.hai is not None else 50e6 * line / 25e9
-    # The QPs start at the line rate, alpha 1 (its value at the first CNP).
-    rc, rt, alpha, q = line, line, 1.0, 0.0
+    # The QPs start at the line rate, alpha at its value at the first CNP.
+    rc, rt, alpha, q = line, line, getattr(a, "initial_alpha", 1.0), 0.0
     history = []  # (t, rc, q) for the delayed feedback
     delay_steps = max(1, int(round(a.feedback_delay / a.dt)))
     out = []
@@ -164,6 +164,7 @@ def main():
     ap.add_argument("--min-rate", type=rate, default=rate("1gbit"))
     ap.add_argument("--clamp-target", action="store_true", help="every cut sets Rt = Rc")
     ap.add_argument("--byte-counter", type=size, default=0, help="bytes per increase (0: none)")
+    ap.add_argument("--initial-alpha", type=float, default=1.0, help="alpha at the first CNP")
     ap.add_argument("--fast-recovery", type=int, default=1)
     ap.add_argument("--feedback-delay", type=seconds, default=seconds("30us"),
                     help="marking to rate cut: RTT plus half a CNP interval")

@@ -121,8 +121,8 @@ def dcqcn_keys(text):
 def model_of(scenario):
     """What the fluid model takes from the scenario's text: the links' RED marking (kmin and
     kmax in bytes, pmax) and DCQCN's parameters where the scenario sets them (the alpha and CNP
-    intervals, the rate increase timer, g, the byte counter, clamp_target; the defaults
-    otherwise)."""
+    intervals, the rate increase timer, g, the byte counter, clamp_target, initial_alpha; the
+    defaults otherwise)."""
     text = Path(scenario).read_text()
     m = re.search(r"ecn:\s*\{kmin:\s*(\d+)([KM]?),\s*kmax:\s*(\d+)([KM]?),\s*pmax:\s*([\d.]+)%",
                   text)
@@ -141,7 +141,8 @@ def model_of(scenario):
                 "rp_timer": time("rp_timer", 300e-6),
                 "g": float(fractions.Fraction(g)),
                 "byte_counter": 0 if byte_counter == "off" else dcqcn_fluid.size(byte_counter),
-                "clamp_target": d.get("clamp_target", "false") in ("true", "on", "yes")}
+                "clamp_target": d.get("clamp_target", "false") in ("true", "on", "yes"),
+                "initial_alpha": float(fractions.Fraction(d.get("initial_alpha", "1")))}
     except ValueError as e:
         raise BenchError(f"{scenario}: rdma.dcqcn: {e}")
 
@@ -154,7 +155,8 @@ def fluid_mae(samples, start, end, senders, params):
         pmax=params["pmax"], g=params["g"], alpha_interval=params["alpha_interval"],
         cnp_interval=params["cnp_interval"], rp_timer=params["rp_timer"], ai=None, hai=None,
         min_rate=1e9, clamp_target=params["clamp_target"], fast_recovery=1,
-        byte_counter=params["byte_counter"], feedback_delay=30e-6,
+        byte_counter=params["byte_counter"], initial_alpha=params["initial_alpha"],
+        feedback_delay=30e-6,
         duration=end - start, dt=1e-7, series=1e-6))
     def model_at(t):
         k = min(len(model) - 1, max(0, int(round(t / 1e-6))))
