@@ -93,11 +93,11 @@ def simulate(a):
     n, line, mtu = a.senders, a.rate, a.mtu
     frame_bits = 8.0 * mtu
     tau, tau_a, timer = a.cnp_interval, a.alpha_interval, a.rp_timer
-    byte_counter = getattr(a, "byte_counter", 0)
+    byte_counter = a.byte_counter
     ai = a.ai if a.ai is not None else 5e6 * line / 25e9
     hai = a.hai if a.hai is not None else 50e6 * line / 25e9
     # The QPs start at the line rate, alpha at its value at the first CNP.
-    rc, rt, alpha, q = line, line, getattr(a, "initial_alpha", 1.0), 0.0
+    rc, rt, alpha, q = line, line, a.initial_alpha, 0.0
     history = []  # (t, rc, q) for the delayed feedback
     delay_steps = max(1, int(round(a.feedback_delay / a.dt)))
     out = []

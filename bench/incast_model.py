@@ -25,6 +25,7 @@ NIC that holds almost nothing ahead of the wire, as a ConnectX's scheduler does.
     python3 bench/incast_model.py [--senders 2,4,8] [--cnp-interval 50] [--alpha-interval 1]
         [--rp-timer 300] [--byte-counter 0] [--initial-alpha 1] [--nic-queue 64]"""
 import argparse
+import fractions
 import heapq
 import random
 import sys
@@ -212,11 +213,6 @@ class Model:
                 "cnps": sum(q.cnps for q in self.qps)}
 
 
-def fraction(text):
-    num, _, den = text.partition("/")
-    return float(num) / float(den or 1)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--senders", default="2,4,8", help="the incasts' N (comma-separated)")
@@ -226,9 +222,9 @@ def main():
     ap.add_argument("--decrease-interval", type=float, default=4.0, help="us")
     ap.add_argument("--rp-timer", type=float, default=300.0, help="us")
     ap.add_argument("--cnp-interval", type=float, default=50.0, help="us")
-    ap.add_argument("--g", type=fraction, default=1 / 256)
+    ap.add_argument("--g", type=lambda t: float(fractions.Fraction(t)), default=1 / 256)
     ap.add_argument("--byte-counter", type=float, default=0, help="bytes (0: none)")
-    ap.add_argument("--initial-alpha", type=fraction, default=1.0)
+    ap.add_argument("--initial-alpha", type=lambda t: float(fractions.Fraction(t)), default=1.0)
     ap.add_argument("--fast-recovery", type=int, default=1)
     ap.add_argument("--clamp-target", action="store_true")
     ap.add_argument("--window", type=int, default=128, help="rxe's unacknowledged frames")

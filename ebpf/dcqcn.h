@@ -147,19 +147,14 @@ FABEMU_DCQCN_GLOBAL int fabemu_dcqcn_alpha_to(const struct fabemu_dcqcn_cfg* c,
   return 0;
 }
 
-/* The lower of the two increase stages (the timer's alone without a byte counter). */
-FABEMU_DCQCN_INLINE __u32 fabemu_dcqcn_low_stage(const struct fabemu_dcqcn_cfg* c,
-                                                 const struct fabemu_dcqcn_qp* q) {
-  if (!c->byte_counter || q->stage < q->byte_stage) return q->stage;
-  return q->byte_stage;
-}
-
 /* One rate increase event, of the timer or (`bytes`) of the byte counter: fast recovery,
  * additive or hyper increase by the stages. */
 FABEMU_DCQCN_INLINE void fabemu_dcqcn_increase(const struct fabemu_dcqcn_cfg* c,
                                                struct fabemu_dcqcn_qp* q, int bytes) {
-  const __u32 lo = fabemu_dcqcn_low_stage(c, q);
-  const __u32 hi = c->byte_counter && q->byte_stage > q->stage ? q->byte_stage : q->stage;
+  /* The lower and higher of the two stages (the timer's alone without a byte counter). */
+  const int both = c->byte_counter != 0;
+  const __u32 lo = both && q->byte_stage < q->stage ? q->byte_stage : q->stage;
+  const __u32 hi = both && q->byte_stage > q->stage ? q->byte_stage : q->stage;
   if (lo > c->fast_recovery)
     q->target_bps += c->hai_bps;
   else if (hi >= c->fast_recovery)

@@ -92,6 +92,11 @@ fabemu_link_cfg to_cfg(const ShapePort& port) {
 }
 
 fabemu_dcqcn_cfg to_dcqcn_cfg(const DcqcnParams& p) {
+  // g and alpha as the datapath's fractions of FABEMU_DCQCN_ONE, never 0.
+  auto fraction = [](double x) {
+    return uint32_t(
+        std::clamp<double>(std::round(x * double(FABEMU_DCQCN_ONE)), 1, double(FABEMU_DCQCN_ONE)));
+  };
   fabemu_dcqcn_cfg c{};
   c.line_bps = std::min<uint64_t>(p.line_bps, kMaxRateBps);
   c.min_bps = std::min<uint64_t>(p.min_bps, c.line_bps);
@@ -101,13 +106,11 @@ fabemu_dcqcn_cfg to_dcqcn_cfg(const DcqcnParams& p) {
   c.decrease_ns = p.decrease_ns;
   c.rp_timer_ns = p.rp_timer_ns;
   c.cnp_interval_ns = p.cnp_interval_ns;
-  c.g = uint32_t(
-      std::clamp<double>(std::round(p.g * double(FABEMU_DCQCN_ONE)), 1, double(FABEMU_DCQCN_ONE)));
+  c.g = fraction(p.g);
   c.fast_recovery = p.fast_recovery;
   c.clamp_target = p.clamp_target;
   c.byte_counter = p.byte_counter;
-  c.initial_alpha = uint32_t(std::clamp<double>(
-      std::round(p.initial_alpha * double(FABEMU_DCQCN_ONE)), 1, double(FABEMU_DCQCN_ONE)));
+  c.initial_alpha = fraction(p.initial_alpha);
   return c;
 }
 
