@@ -32,10 +32,15 @@ std::chrono::milliseconds sampling_interval(const LabModel& m, Observer& observe
 }  // namespace
 
 bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptions& wo,
-                   Clock::time_point t0, RunReport& report, Observer& observer) {
+                   std::optional<Clock::time_point> common_start, RunReport& report,
+                   Observer& observer) {
   FaultPlayer faults(m, paths, expand_faults(m.scenario));
+  // Loads and verifies the link model's program: a second here, more on an emulated CPU.
   TelemetrySampler telemetry(m, paths, sampling_interval(m, observer));
-  std::this_thread::sleep_until(t0);  // a lab across machines: the common start
+  // The workload starts once both are ready (the faults' times count from there), or at a lab
+  // across machines' common start.
+  const Clock::time_point t0 = common_start.value_or(Clock::now());
+  std::this_thread::sleep_until(t0);
   telemetry.start(t0);
   faults.start(t0);
   bool ok = true;
@@ -131,7 +136,7 @@ bool run_here(const UpOutcome& up, const LabPaths& base, RunOutcome& out, Observ
     out.workload_not_run = "its programs could not be staged";
     return false;
   }
-  return play_workload(m, paths, wo, Clock::now(), out.report, observer);
+  return play_workload(m, paths, wo, std::nullopt, out.report, observer);
 }
 
 // The same across machines: every machine's hosts ping, every machine plays its part.

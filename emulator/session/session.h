@@ -358,11 +358,13 @@ Result<std::string> agent(const AgentRequest& req, const LabPaths& base, Observe
 
 // ---- run ------------------------------------------------------------------------------------
 
-// The workload with the fault timeline and the telemetry sampler beside it, timed from t0
-// (across machines: the launcher's common start); each step's end goes to the observer. Fills
-// the report's steps, faults, samples and notes; false when a step failed.
+// The workload with the fault timeline and the telemetry sampler beside it, timed from its start
+// (across machines: the launcher's common start; otherwise once the sampler and the faults are
+// ready); each step's end goes to the observer. Fills the report's steps, faults, samples and
+// notes; false when a step failed.
 bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptions& wo,
-                   std::chrono::steady_clock::time_point t0, RunReport& report, Observer& observer);
+                   std::optional<std::chrono::steady_clock::time_point> common_start,
+                   RunReport& report, Observer& observer);
 
 // Where `run` writes its report unless asked: fabemu-reports/LAB-DATE-TIME.
 std::string default_report_dir(const std::string& lab);
