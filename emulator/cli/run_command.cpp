@@ -62,7 +62,41 @@ void print_order(const StepOrder& o) {
 
 }  // namespace
 
+// A replay's iterations against the model, the last one's passes and collectives.
+void print_replay(const ReplayResult& r) {
+  auto ms = [](double ns) { return format_time_short(static_cast<uint64_t>(std::max(0.0, ns))); };
+  const double model = r.model ? r.model->iteration_ns : 0;
+  for (size_t k = 0; k < r.iterations.size(); ++k) {
+    const double t = r.iterations[k].iteration_ns;
+    std::printf("  iteration %zu: iteration time: %s", k + 1, ms(t).c_str());
+    if (model > 0) std::printf(" (model %s, ratio %.2f)", ms(model).c_str(), t / model);
+    std::printf("\n");
+  }
+  if (!r.model_error.empty()) std::printf("  model: %s\n", r.model_error.c_str());
+  if (r.iterations.empty()) return;
+  const replay::IterationSummary& last = r.iterations.back();
+  std::string passes;
+  for (const auto& [pass, ns] : last.pass_ns)
+    passes += (passes.empty() ? "" : ", ") + pass + " " + ms(ns);
+  std::printf("  last iteration, slowest rank %d: %s; compute %s, communication exposed %s\n",
+              last.slowest_rank, passes.c_str(), ms(last.compute_ns).c_str(),
+              ms(last.exposed_comm_ns).c_str());
+  std::printf("    %-44s %5s %12s %12s %12s\n", "COLLECTIVE", "COUNT", "TIME", "BUSBW", "MODEL");
+  for (size_t i = 0; i < last.collectives.size(); ++i) {
+    const replay::CollectiveFigure& c = last.collectives[i];
+    std::string predicted = "-";
+    if (r.model && i < r.model->collectives.size())
+      predicted = format_rate_short(r.model->collectives[i].busbw_Bps * 8);
+    std::printf("    %-44s %5d %12s %12s %12s\n", c.what.c_str(), c.count,
+                format_time_short(static_cast<uint64_t>(c.time_ns)).c_str(),
+                format_rate_short(c.busbw_Bps * 8).c_str(), predicted.c_str());
+  }
+  std::printf("  checked: %llu elements of every collective in the warm-up iteration, %llu wrong\n",
+              static_cast<unsigned long long>(r.checked), static_cast<unsigned long long>(r.wrong));
+}
+
 void print_step(const LabModel& m, const StepReport& s) {
+  if (s.replay) print_replay(*s.replay);
   if (s.ok) {
     std::printf("%s: ok in %s\n", s.title.c_str(), duration_text(m, s.wall_seconds).c_str());
     if (!s.note.empty()) std::printf("  note: %s\n", s.note.c_str());

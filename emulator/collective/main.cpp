@@ -15,7 +15,11 @@
 #include "collective/mpi_communicator.h"
 #include "collective/options.h"
 #include "collective/prediction.h"
+#include "collective/replay.h"
 #include "collective/report.h"
+#include "replay/chakra.h"
+#include "replay/simai.h"
+#include "util/files.h"
 
 using namespace fabemu;
 using namespace fabemu::collective;
@@ -155,6 +159,60 @@ int run_gloo(const Options& o, const EnvLookup& env) {
   return finish(code);
 }
 
+// --replay: this rank's part of a training step, on a Gloo communicator per group it is in.
+int run_replay_rank(const Options& o, const EnvLookup& env) {
+  auto ranks = ranks_from_env(env);
+  if (!ranks) return complain(-1, kExitUsage, ranks.error().what());
+  const int rank = ranks->rank;
+  Result<replay::Program> program = make_error("");
+  if (o.replay_format == "chakra") {
+    program = replay::read_chakra(o.replay, o.comm_groups);
+  } else if (auto text = read_file(o.replay); text) {
+    program = replay::read_simai(*text, o.replay);
+  } else {
+    program = text.error();
+  }
+  if (!program) return complain(rank, kExitUsage, program.error().what());
+  if (program->world != ranks->size)
+    return complain(rank, kExitUsage,
+                    o.replay + " has " + std::to_string(program->world) + " ranks, WORLD_SIZE is " +
+                        std::to_string(ranks->size));
+  auto settings = gloo_settings(o, env);
+  if (!settings) return complain(rank, kExitUsage, settings.error().what());
+  settings->sync_max = 0;
+  auto world = GlooCommunicator::connect(*settings, *ranks);
+  if (!world) return complain(rank, kExitRuntime, world.error().what());
+  auto connect = [&](int g) -> Result<std::unique_ptr<Communicator>> {
+    GlooSettings s = *settings;
+    s.run_id += "-g" + std::to_string(g);
+    const auto& members = program->groups[g].ranks;
+    const int position =
+        static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
+    auto c = GlooCommunicator::connect(s, RankInfo{position, static_cast<int>(members.size())});
+    if (!c) return c.error();
+    return std::unique_ptr<Communicator>(std::move(*c));
+  };
+  auto record = run_replay(*program, rank, **world, connect,
+                           ReplayConfig{o.iterations, clock_scale(env, o.time_scale)});
+  auto finish = [&](int code) {
+    if (settings->transport != Transport::Ibverbs) return code;
+    std::fflush(nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::_Exit(code);
+  };
+  if (!record) return finish(complain(rank, kExitRuntime, record.error().what()));
+  if (!o.replay_out.empty())
+    if (auto w = write_file(o.replay_out + "." + std::to_string(rank) + ".json",
+                            replay::record_json(*record));
+        !w)
+      return finish(complain(rank, kExitRuntime, w.error().what()));
+  if (record->wrong)
+    complain(rank, kExitWrong,
+             std::to_string(record->wrong) + " wrong elements; first: " + record->first_wrong);
+  (void)(*world)->barrier();
+  return finish(record->wrong ? kExitWrong : kExitOk);
+}
+
 int run_mpi(const Options& o, const EnvLookup& env, int* argc, char*** argv) {
   if (!launched_by_mpi()) {
     return complain(-1, kExitUsage,
@@ -197,6 +255,7 @@ int main(int argc, char** argv) {
       return complain(-1, kExitUsage, "FABEMU_TIME_SCALE='" + *given + "' is not a number >= 1");
   }
   try {
+    if (!options->replay.empty()) return run_replay_rank(*options, env);
     if (options->library == Library::Mpi) return run_mpi(*options, env, &argc, &argv);
     return run_gloo(*options, env);
   } catch (const std::exception& e) {

@@ -165,6 +165,17 @@ Result<Options> parse_options(int argc, const char* const* argv, std::string* he
   app.add_option("--predict", o.predict,
                  "Predicted times (JSON from the emulator's model); default $FABEMU_PREDICT "
                  "if that file exists");
+  app.add_option("--replay", o.replay,
+                 "Replay a training step instead: a SimAI workload file, or a Chakra trace's "
+                 "PREFIX (PREFIX.<rank>.et); RANK is the workload's rank. --iterations "
+                 "iterations after one checked warm-up");
+  app.add_option("--format", o.replay_format, "--replay's format: simai or chakra")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"simai", "chakra"}));
+  app.add_option("--comm-groups", o.comm_groups,
+                 "--format chakra: the process groups' JSON ({\"1\": [0, 1], ...})");
+  app.add_option("--replay-out", o.replay_out,
+                 "--replay: this rank's timeline, as JSON, to PREFIX.<rank>.json (default: none)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

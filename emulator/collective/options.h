@@ -51,6 +51,12 @@ struct Options {
   std::string json_out;  // "" = none
   std::string predict;   // "" = $FABEMU_PREDICT when that file exists
   bool help = false;     // usage was asked for (and is in the help text)
+  // --replay: a training step's operations instead of the benchmark (replay/program.h); this
+  // rank's timeline goes to replay_out.
+  std::string replay;
+  std::string replay_format = "simai";
+  std::string comm_groups;
+  std::string replay_out;
 };
 
 // The largest size: Gloo's algorithm classes count bytes in an int.

@@ -187,7 +187,13 @@ double Prediction::busbw(double size) const {
 Result<Prediction> predict(const Topology& t, const AddressPlan& a,
                            const std::vector<std::vector<Route>>& routes,
                            const CollectivePattern& p, const WireCost& cost) {
-  const std::vector<int> hosts = t.hosts();
+  return predict(t, a, routes, p, cost, t.hosts());
+}
+
+Result<Prediction> predict(const Topology& t, const AddressPlan& a,
+                           const std::vector<std::vector<Route>>& routes,
+                           const CollectivePattern& p, const WireCost& cost,
+                           const std::vector<int>& hosts) {
   std::map<std::pair<int, int>, Shares> paths;  // (src rank, dst rank) -> shares
   auto path = [&](int s, int d) -> Result<const Shares*> {
     auto it = paths.find({s, d});

@@ -64,6 +64,11 @@ struct Prediction {
 Result<Prediction> predict(const Topology& topo, const AddressPlan& addresses,
                            const std::vector<std::vector<Route>>& routes,
                            const CollectivePattern& pattern, const WireCost& cost);
+// The same with rank r on host node `hosts[r]` (a replay's group, placed).
+Result<Prediction> predict(const Topology& topo, const AddressPlan& addresses,
+                           const std::vector<std::vector<Route>>& routes,
+                           const CollectivePattern& pattern, const WireCost& cost,
+                           const std::vector<int>& hosts);
 
 // {"allreduce": {"latency_s": .., "seconds_per_byte": .., "bus_factor": .., "algorithm": ..,
 // "bottleneck": ..}, ...} for every collective: what `fabemu-collective --predict` reads.

@@ -31,7 +31,8 @@ WorkloadEstimate estimate_workload(const LabModel& m) {
                     (p->latency_s + p->seconds_per_byte * double(size));
     } else if (const auto* i = std::get_if<IncastStep>(&step.step)) {
       e.real_s += 1e-9 * double(i->duration_ns);
-    } else if (std::holds_alternative<ExecStep>(step.step)) {
+    } else if (std::holds_alternative<ExecStep>(step.step) ||
+               std::holds_alternative<ReplayStep>(step.step)) {
       ++e.unknown_steps;
     }
   }

@@ -12,6 +12,7 @@
 #include "results/faults.h"
 #include "results/order.h"
 #include "results/telemetry.h"
+#include "results/replay.h"
 #include "results/workload.h"
 #include "util/json.h"
 
@@ -38,6 +39,7 @@ struct StepReport {
   // Where switches balance in eBPF: the flows' order at their last hop, the balancers' path
   // changes and the hosts' TCP reaction, over this step.
   std::optional<StepOrder> order;
+  std::optional<ReplayResult> replay;  // replay steps: iterations measured and predicted
 };
 
 struct ExpectResult {

@@ -15,6 +15,7 @@
 #include "model/collective_model.h"
 #include "runtime/host_env.h"
 #include "runtime/incast.h"
+#include "runtime/replay_step.h"
 #include "runtime/spawn.h"
 #include "util/files.h"
 #include "util/json.h"
@@ -28,7 +29,8 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
   return out;
 }
 
-// The lab's topology with the shapes its links have now (`link set` may have changed them).
+}  // namespace
+
 Topology live_topology(const LabModel& m, const LabPaths& paths) {
   Topology t = m.topo;
   auto lm = read_link_model(paths, m);
@@ -57,8 +59,6 @@ std::string describe_exits(const std::vector<NodeExit>& exits, std::chrono::seco
   if (bad.size() > 4) bad.resize(4), bad.push_back("...");
   return join(bad, ", ");
 }
-
-}  // namespace
 
 WorkloadOptions workload_options(const std::string& scenario_file) {
   WorkloadOptions o;
@@ -334,6 +334,8 @@ StepResult run_step(const LabModel& m, const LabPaths& paths, size_t index,
   if (const auto* ls = std::get_if<LinksStep>(&w.step)) return run_links_step(m, paths, index, *ls);
   if (const auto* lb = std::get_if<LoadBalanceStep>(&w.step))
     return run_load_balance_step(m, paths, index, *lb);
+  if (const auto* rp = std::get_if<ReplayStep>(&w.step))
+    return run_replay_step(m, paths, index, *rp, o, timeout);
   // A lab across machines: this machine runs the ranks of its own hosts.
   std::vector<NodeContext> all;
   for (int h : m.topo.hosts())

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "results/replay.h"
 #include "results/workload.h"
+#include "runtime/spawn.h"
 #include "util/result.h"
 
 namespace fabemu {
@@ -37,7 +39,14 @@ struct StepResult {
   // An incast step's receiver: what arrived in all over the time any flow was arriving (the
   // real fabric's bit/s); unset for other steps.
   std::optional<double> receiver_bps;
+  std::optional<ReplayResult> replay;  // replay steps
 };
+
+// The lab's topology with the shapes its links have now (`link set` may have changed them).
+Topology live_topology(const LabModel& m, const LabPaths& paths);
+
+// "h3 exited with 1, ...", or the timeout; "" when every host's program succeeded.
+std::string describe_exits(const std::vector<NodeExit>& exits, std::chrono::seconds timeout);
 
 // Where the workload's programs are: fabemu-collective beside this binary (installed) or in
 // the build tree's collective/ directory; exec steps start in the scenario file's directory.

@@ -3,11 +3,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include "replay/program.h"
 
 namespace fabemu {
 
@@ -380,8 +383,22 @@ struct LoadBalanceStep {
   std::vector<LoadBalanceOverride> overrides;
 };
 
+// A training step replayed from a workload file (SimAI's text or Chakra's traces): each rank's
+// compute as a wait of the recorded time and its collectives and sends for real, with the
+// recorded sizes, on the recorded groups (docs/replay.md).
+struct ReplayStep {
+  std::string file;         // as the scenario wrote it
+  std::string path;         // resolved against the scenario file's folder
+  std::string format;       // simai | chakra
+  std::string comm_groups;  // chakra: the process groups' JSON (resolved), or ""
+  int iterations = 1;
+  std::string transport = "auto";      // tcp | ibverbs | auto
+  std::vector<std::string> placement;  // rank r on host placement[r]; empty: the default
+  std::shared_ptr<const replay::Program> program;  // read and checked by the loader
+};
+
 struct WorkloadStep {
-  std::variant<CollectiveStep, ExecStep, IncastStep, LinksStep, LoadBalanceStep> step;
+  std::variant<CollectiveStep, ExecStep, IncastStep, LinksStep, LoadBalanceStep, ReplayStep> step;
   std::optional<uint64_t> timeout_ns;  // unset: the runner's default
   SourceLoc loc;
 };

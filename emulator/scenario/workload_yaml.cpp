@@ -6,10 +6,13 @@
 #include <set>
 #include <string>
 
+#include "replay/chakra.h"
+#include "replay/simai.h"
 #include "scenario/link_shape_yaml.h"
 #include "scenario/load_balance_yaml.h"
 #include "scenario/loader.h"
 #include "util/collectives.h"
+#include "util/files.h"
 #include "util/units.h"
 
 namespace fabemu::detail {
@@ -103,6 +106,57 @@ ExecStep read_exec(const Field& item) {
     command.fail("empty command; give a program, e.g. [\"python3\", \"train.py\"]");
   if (e.command[0].empty()) command.items()[0].fail("empty program name");
   return e;
+}
+
+// A path the scenario gives: relative to the scenario file's folder.
+std::string beside_scenario(const Field& f, const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  const std::string& scenario = f.loc().file;
+  const size_t slash = scenario.rfind('/');
+  return slash == std::string::npos ? path : scenario.substr(0, slash + 1) + path;
+}
+
+// replay: {file: model.txt, format: simai, iterations: 3, placement: [h1, ...]}
+ReplayStep read_replay(const Field& item) {
+  item.check_keys({"replay"});
+  const Field f = item.at("replay");
+  f.check_keys(
+      {"file", "format", "iterations", "placement", "comm_groups", "transport", "timeout"});
+  ReplayStep r;
+  const Field file = f.at("file", "a SimAI workload file, or a Chakra trace's PREFIX");
+  r.file = file.str();
+  r.path = beside_scenario(f, r.file);
+  r.format = "simai";
+  if (auto fmt = f.find("format")) r.format = fmt->one_of({"simai", "chakra"});
+  if (auto it = f.find("iterations")) r.iterations = static_cast<int>(it->integer(1, 10'000));
+  if (auto t = f.find("transport")) r.transport = t->one_of({"tcp", "ibverbs", "auto"});
+  if (auto g = f.find("comm_groups")) {
+    if (r.format != "chakra") g->fail("comm_groups are Chakra's process groups (format: chakra)");
+    r.comm_groups = beside_scenario(f, g->str());
+  }
+  Result<replay::Program> program = make_error("");
+  if (r.format == "simai") {
+    auto text = read_file(r.path);
+    if (!text) file.fail(text.error().what());
+    program = replay::read_simai(*text, r.path);
+  } else {
+    program = replay::read_chakra(r.path, r.comm_groups);
+  }
+  if (!program) file.fail(program.error().what());
+  if (auto p = f.find("placement")) {
+    std::set<std::string> seen;
+    for (const Field& h : p->items()) {
+      r.placement.push_back(h.str());
+      if (!is_valid_node_name(r.placement.back()))
+        h.fail("'" + r.placement.back() + "' is not a host name, e.g. h1");
+      if (!seen.insert(r.placement.back()).second) h.fail("host '" + h.str() + "' is listed twice");
+    }
+    if (static_cast<int>(r.placement.size()) != program->world)
+      p->fail("places " + std::to_string(r.placement.size()) + " ranks; the workload has " +
+              std::to_string(program->world) + " (one host per rank, in rank order)");
+  }
+  r.program = std::make_shared<const replay::Program>(std::move(*program));
+  return r;
 }
 
 FaultEvent read_fault(const Field& item, uint32_t mtu) {
@@ -302,20 +356,22 @@ std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu,
   for (const Field& item : list.items()) {
     const bool collective = item.has("collective"), exec = item.has("exec"),
                incast = item.has("incast"), links = item.has("links"),
-               traffic = item.has("traffic"), balance = item.has("load_balance");
-    const int kinds = collective + exec + incast + links + traffic + balance;
+               traffic = item.has("traffic"), balance = item.has("load_balance"),
+               replay = item.has("replay");
+    const int kinds = collective + exec + incast + links + traffic + balance + replay;
     if (kinds != 1) {
       std::string given;
-      for (const char* k : {"collective", "exec", "incast", "traffic", "links", "load_balance"})
+      for (const char* k :
+           {"collective", "exec", "incast", "traffic", "links", "load_balance", "replay"})
         if (item.has(k)) given += std::string(given.empty() ? "" : " and ") + "'" + k + "'";
       item.fail((kinds == 0   ? std::string("none of 'collective', 'exec', 'incast', 'traffic', "
-                                              "'links' or 'load_balance'")
+                                              "'links', 'load_balance' or 'replay'")
                  : kinds == 2 ? "both " + given
                               : given) +
                 "; a workload step is {collective: allreduce, ...}, {exec: {hosts: all, "
                 "command: [...]}}, {incast: {senders: [...], receiver: h1, ...}}, {traffic: "
                 "{flows: [[h1, h3], ...], ...}}, {links: {select: all, set: {...}}} or "
-                "{load_balance: spray}");
+                "{load_balance: spray} or {replay: {file: model.txt, format: simai}}");
     }
     if (balance) {
       WorkloadStep step;
@@ -339,6 +395,9 @@ std::vector<WorkloadStep> read_workload(const Field& list, uint32_t mtu,
     } else if (incast) {
       step.step = read_incast(item);
       step.timeout_ns = read_timeout(item.at("incast"), scale);
+    } else if (replay) {
+      step.step = read_replay(item);
+      step.timeout_ns = read_timeout(item.at("replay"), scale);
     } else if (traffic) {
       step.step = read_traffic(item);
       step.timeout_ns = read_timeout(item.at("traffic"), scale);

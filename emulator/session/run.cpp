@@ -6,6 +6,7 @@
 
 #include "results/ecmp_groups.h"
 #include "runtime/faults.h"
+#include "runtime/replay_step.h"
 #include "runtime/telemetry.h"
 #include "session/across.h"
 #include "session/session.h"
@@ -56,13 +57,16 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
     std::optional<OrderSnapshot> order_before;
     if (traffic) before = telemetry.mark();
     if (traffic && balanced) order_before = telemetry.order();
+    if (const auto* rp = std::get_if<ReplayStep>(&w.step))
+      observer.remark(describe_placement(m, *rp));
     const double start = seconds_since(t0);
-    const StepResult r = run_step(m, paths, i, wo);
+    StepResult r = run_step(m, paths, i, wo);
     const TimeScale& t = m.time_scale;
     StepReport s{r.title, r.ok, r.failure, t.real_s(start), t.real_s(r.seconds), start, r.seconds,
                  {},      {},   {},        r.note};
     s.flows = r.flows;
     s.receiver_bps = r.receiver_bps;
+    s.replay = std::move(r.replay);
     if (before) {
       const TelemetrySample after = telemetry.mark();
       s.groups = group_balances(m, [&](size_t d) { return growth(*before, after, d); });

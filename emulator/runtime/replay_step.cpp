@@ -1,0 +1,239 @@
+// Replay steps: placement, memory, the ranks' run and their timelines, the model beside them.
+#include "runtime/replay_step.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "model/collective_model.h"
+#include "runtime/host_env.h"
+#include "util/files.h"
+#include "util/units.h"
+
+namespace fabemu {
+namespace {
+
+using replay::OpKind;
+using replay::Program;
+
+// MemAvailable of /proc/meminfo, in bytes; none when it cannot be read.
+std::optional<uint64_t> available_memory() {
+  auto text = read_file("/proc/meminfo");
+  if (!text) return std::nullopt;
+  std::istringstream in(*text);
+  for (std::string key; in >> key;) {
+    uint64_t kib = 0;
+    in >> kib;
+    if (key == "MemAvailable:") return kib * 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return std::nullopt;
+}
+
+// The switch a host's first NIC hangs off.
+int first_hop(const Topology& t, int host) {
+  const auto links = t.links_of(host);
+  return links.empty() ? -1 : t.links[links.front()].peer(host).node;
+}
+
+}  // namespace
+
+Result<std::vector<int>> replay_hosts(const LabModel& m, const ReplayStep& s) {
+  const Program& p = *s.program;
+  const std::vector<int> hosts = m.topo.hosts();
+  std::vector<int> out;
+  if (s.placement.empty()) {
+    if (p.world > static_cast<int>(hosts.size()))
+      return make_error(s.file + " has " + std::to_string(p.world) + " ranks and the lab " +
+                            std::to_string(hosts.size()) + " hosts (one host per rank)",
+                        EINVAL);
+    out.assign(hosts.begin(), hosts.begin() + p.world);
+    return out;
+  }
+  for (const std::string& name : s.placement) {
+    const int id = m.topo.find(name);
+    if (id < 0 || m.topo.nodes[id].role != Role::Host)
+      return make_error("placement: no host named '" + name + "' in the lab", EINVAL);
+    out.push_back(id);
+  }
+  return out;
+}
+
+std::string describe_placement(const LabModel& m, const ReplayStep& s) {
+  auto hosts = replay_hosts(m, s);
+  if (!hosts) return "placement: " + hosts.error().what();
+  const Topology& t = m.topo;
+  std::string line = "placement: ";
+  const size_t shown = std::min<size_t>(hosts->size(), 16);
+  for (size_t r = 0; r < shown; ++r)
+    line += (r ? ", " : "") + std::to_string(r) + " " + t.nodes[(*hosts)[r]].name;
+  if (shown < hosts->size()) line += ", ... (" + std::to_string(hosts->size()) + " ranks)";
+  // How many groups of each kind keep to one first-hop switch (a leaf, or a machine's
+  // scale-up switch), where their traffic need not cross the fabric above it.
+  std::map<std::string, std::pair<int, int>> local;  // kind -> (within one switch, all)
+  for (const replay::Group& g : s.program->groups) {
+    if (g.ranks.size() < 2) continue;
+    std::set<int> switches;
+    for (int r : g.ranks) switches.insert(first_hop(t, (*hosts)[r]));
+    auto& [within, all] = local[g.kind];
+    within += switches.size() == 1;
+    ++all;
+  }
+  for (const auto& [kind, n] : local)
+    line += "; " + kind + " groups under one switch: " + std::to_string(n.first) + " of " +
+            std::to_string(n.second);
+  return line;
+}
+
+Result<replay::IterationSummary> predict_replay(const LabModel& m, const Topology& topo,
+                                                const ReplayStep& s, const std::string& transport) {
+  const Program& p = *s.program;
+  auto hosts = replay_hosts(m, s);
+  if (!hosts) return hosts.error();
+  const WireCost cost = wire_cost(transport, m.scenario.fabric.mtu);
+  std::map<std::pair<int, Collective>, Prediction> cache;  // (group, collective)
+  std::optional<Error> failed;
+  auto duration = [&](int, const replay::Op& op) -> double {
+    if (op.kind == OpKind::Compute) return static_cast<double>(op.compute_ns);
+    const auto& members = p.groups[op.group].ranks;
+    if (members.size() < 2) return 0;
+    const Collective c = op.kind == OpKind::Collective ? op.collective : Collective::Broadcast;
+    auto it = cache.find({op.group, c});
+    if (it == cache.end()) {
+      std::vector<int> nodes;
+      for (int r : members) nodes.push_back((*hosts)[r]);
+      auto pattern = collective_pattern(name_of(c), static_cast<int>(members.size()));
+      auto pred = pattern ? predict(topo, m.addresses, m.routes, *pattern, cost, nodes)
+                          : Result<Prediction>(pattern.error());
+      if (!pred) {
+        if (!failed) failed = pred.error();
+        return 0;
+      }
+      it = cache.emplace(std::pair{op.group, c}, *pred).first;
+    }
+    return (it->second.latency_s + it->second.seconds_per_byte * static_cast<double>(op.bytes)) *
+           1e9;
+  };
+  auto timeline = replay::simulate(p, duration);
+  if (!timeline) return timeline.error();
+  if (failed) return *failed;
+  return replay::summarize(p, *timeline);
+}
+
+StepResult run_replay_step(const LabModel& m, const LabPaths& paths, size_t index,
+                           const ReplayStep& s, const WorkloadOptions& o,
+                           std::chrono::seconds timeout) {
+  const Program& p = *s.program;
+  const std::string transport = resolve_transport(s.transport, m.rdma.rxe);
+  StepResult r;
+  r.title = "workload[" + std::to_string(index) + "] replay " + s.file + " (" + p.describe() +
+            "; gloo, " + transport + ")";
+  if (transport == "ibverbs" && !m.rdma.rxe) {
+    r.failure = "transport ibverbs needs rxe on the hosts, and this lab has none";
+    return r;
+  }
+  if (m.part) {
+    r.failure = "a replay across machines is not supported yet; run it on one machine";
+    return r;
+  }
+  auto hosts = replay_hosts(m, s);
+  if (!hosts) {
+    r.failure = hosts.error().what();
+    return r;
+  }
+  // Memory is real: every rank's buffers on this machine, before anything starts.
+  uint64_t need = 0, largest = 0;
+  for (int rank = 0; rank < p.world; ++rank) {
+    need += p.memory_bytes(rank);
+    largest = std::max(largest, p.memory_bytes(rank));
+  }
+  if (auto have = available_memory(); have && need > *have) {
+    r.failure = "the replay needs " + format_size(need) + " of buffers (" +
+                std::to_string(p.world) + " ranks, up to " + format_size(largest) +
+                " each: every stream's largest collective, input and output) and this machine "
+                "has " +
+                format_size(*have) + " available; replay fewer ranks or smaller sizes";
+    return r;
+  }
+  const std::string run_id =
+      (o.run_id.empty() ? std::to_string(::getpid()) + "-" + std::to_string(std::time(nullptr))
+                        : o.run_id) +
+      "-" + std::to_string(index);
+  const std::string out = workload_dir(m, paths) + "/replay-" + std::to_string(index);
+  std::vector<std::string> argv = {o.collective,
+                                   "--replay",
+                                   s.path,
+                                   "--format",
+                                   s.format,
+                                   "--iterations",
+                                   std::to_string(s.iterations),
+                                   "--transport",
+                                   transport,
+                                   "--run-id",
+                                   run_id,
+                                   "--replay-out",
+                                   out,
+                                   "--timeout",
+                                   std::to_string(timeout.count())};
+  if (!s.comm_groups.empty()) argv.insert(argv.end(), {"--comm-groups", s.comm_groups});
+  std::vector<NodeContext> nodes;
+  for (int rank = 0; rank < p.world; ++rank) {
+    NodeContext c = node_context(m, paths, (*hosts)[rank]);
+    for (auto& [k, v] : c.env) {
+      if (k == "RANK") v = std::to_string(rank);
+      if (k == "WORLD_SIZE") v = std::to_string(p.world);
+    }
+    nodes.push_back(std::move(c));
+  }
+  RunOptions run;
+  run.timeout = timeout;
+  run.echo = o.echo;
+  const auto start = std::chrono::steady_clock::now();
+  auto exits = run_in_nodes(nodes, argv, run);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!exits) {
+    r.failure = exits.error().what();
+    return r;
+  }
+  r.failure = describe_exits(*exits, timeout);
+  ReplayResult res;
+  res.program = s.program;
+  res.time_scale = m.time_scale.factor;
+  for (int h : *hosts) res.placement.push_back(m.topo.nodes[h].name);
+  std::vector<replay::RankRecord> records;
+  for (int rank = 0; rank < p.world && r.failure.empty(); ++rank) {
+    const std::string file = out + "." + std::to_string(rank) + ".json";
+    auto text = read_file(file);
+    auto rec =
+        text ? replay::parse_record_json(*text, file) : Result<replay::RankRecord>(text.error());
+    if (!rec) {
+      r.failure = rec.error().what();
+      break;
+    }
+    res.checked += rec->checked;
+    res.wrong += rec->wrong;
+    records.push_back(std::move(*rec));
+  }
+  if (r.failure.empty()) {
+    for (size_t k = 0; k < static_cast<size_t>(s.iterations); ++k) {
+      replay::Timeline t = replay::iteration_timeline(records, k);
+      res.iterations.push_back(replay::summarize(p, t));
+      if (k == 0) res.first = std::move(t);
+    }
+    auto model = predict_replay(m, live_topology(m, paths), s, transport);
+    if (model)
+      res.model = *model;
+    else
+      res.model_error = model.error().what();
+  }
+  r.ok = r.failure.empty() && res.wrong == 0;
+  if (r.failure.empty() && res.wrong) r.failure = std::to_string(res.wrong) + " wrong elements";
+  r.replay = std::move(res);
+  return r;
+}
+
+}  // namespace fabemu
