@@ -119,6 +119,9 @@ struct RunArgs {
   bool keep = false;       // leave the lab up
   std::string report_dir;  // default: fabemu-reports/LAB-DATE-TIME
   bool json = false;       // the result as one object on stdout; the run's text on stderr
+  // The same run on each of these scenarios after the first, and the replay's iteration time
+  // compared with the first's.
+  std::vector<std::string> compare;
 };
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base);
 

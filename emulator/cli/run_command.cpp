@@ -290,7 +290,79 @@ int render_run_end(const session::RunOutcome& out, const UpArgs& args) {
 
 }  // namespace
 
+namespace {
+
+// A run's replay: its mean iteration time and the model's, in ns; none without a replay.
+struct ReplayFigures {
+  double measured = 0, model = 0;
+  std::string scenario;
+};
+std::optional<ReplayFigures> replay_figures(const session::RunOutcome& out,
+                                            const std::string& scenario) {
+  for (const StepReport& s : out.report.steps) {
+    if (!s.replay || s.replay->iterations.empty()) continue;
+    ReplayFigures f;
+    f.scenario = scenario;
+    for (const auto& it : s.replay->iterations) f.measured += it.iteration_ns;
+    f.measured /= static_cast<double>(s.replay->iterations.size());
+    f.model = s.replay->model ? s.replay->model->iteration_ns : 0;
+    return f;
+  }
+  return std::nullopt;
+}
+
+// --compare: each variant's iteration time against the first scenario's, and whether the
+// model moved the same way.
+void print_comparison(const std::vector<std::optional<ReplayFigures>>& runs) {
+  if (runs.empty() || !runs.front()) {
+    std::printf("compare: the first run has no replayed iteration to compare with\n");
+    return;
+  }
+  const ReplayFigures& base = *runs.front();
+  auto ms = [](double ns) { return format_time_short(static_cast<uint64_t>(ns)); };
+  std::printf("compare (mean iteration time, real fabric):\n  %-40s %10s (model %s)\n",
+              base.scenario.c_str(), ms(base.measured).c_str(), ms(base.model).c_str());
+  for (size_t i = 1; i < runs.size(); ++i) {
+    if (!runs[i]) {
+      std::printf("  variant %zu: no replayed iteration\n", i);
+      continue;
+    }
+    const ReplayFigures& v = *runs[i];
+    const double delta = (v.measured / base.measured - 1) * 100;
+    const double model_delta = base.model > 0 ? (v.model / base.model - 1) * 100 : 0;
+    const bool same = (delta >= 0) == (model_delta >= 0);
+    std::printf("  %-40s %10s (model %s): %+.1f%% against the first, model %+.1f%%: %s\n",
+                v.scenario.c_str(), ms(v.measured).c_str(), ms(v.model).c_str(), delta, model_delta,
+                same ? "the same direction" : "the opposite direction");
+  }
+}
+
+}  // namespace
+
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
+  if (!run.compare.empty()) {
+    std::vector<std::optional<ReplayFigures>> runs;
+    int worst = kExitOk;
+    std::vector<std::string> scenarios = {args.scenario};
+    scenarios.insert(scenarios.end(), run.compare.begin(), run.compare.end());
+    for (const std::string& scenario : scenarios) {
+      UpArgs a = args;
+      a.scenario = scenario;
+      RunArgs r = run;
+      r.compare.clear();
+      r.report_dir.clear();  // each run its own
+      RunObserver observer(a);
+      observer.guard.emplace();
+      auto out = session::run({a, r.report_dir, r.keep}, base, observer,
+                              &session::InterruptGuard::signal());
+      if (!out) return report_error(out.error());
+      const int code = render_run_end(*out, a);
+      worst = std::max(worst, code);
+      runs.push_back(replay_figures(*out, scenario));
+    }
+    print_comparison(runs);
+    return worst;
+  }
   std::optional<StdoutToStderr> text_to_stderr;
   if (run.json) text_to_stderr.emplace();
   RunObserver observer(args);
@@ -324,6 +396,16 @@ void add_run_command(CLI::App& app, CommandLine& cl) {
                   "fabemu-reports/LAB-DATE-TIME)");
   cmd->add_flag("--vm", a->vm, std::string(kVmHelp) + "; the report comes back to this machine")
       ->excludes("--on")
+      ->excludes("--keep");
+  cmd->add_option("--replay", a->up.replay,
+                  "Replay this training step as the workload (a SimAI workload file, or a "
+                  "Chakra trace's PREFIX of PREFIX.<rank>.et): docs/replay.md");
+  cmd->add_option("--format", a->up.replay_format, "--replay's format: simai or chakra")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"simai", "chakra"}));
+  cmd->add_option("--compare", a->run.compare,
+                  "Then the same run on this scenario (repeatable: several variants), and the "
+                  "replay's iteration time against the first's")
       ->excludes("--keep");
   cmd->add_flag("--json", a->run.json,
                 "The result as one JSON object on stdout (docs/json.md): the report's records "

@@ -129,6 +129,77 @@ Json or_null(bool has, double v) {
   return has ? Json(v) : Json(nullptr);
 }
 
+// A replay's records: what ran where, each timed iteration against the model, and the first
+// timed iteration's timeline of every rank.
+void replay_records(size_t i, const ReplayResult& r, std::vector<Json>& out) {
+  const replay::Program& p = *r.program;
+  const bool model = r.model.has_value();
+  const double model_s = model ? r.model->iteration_ns * 1e-9 : 0;
+  out.push_back({{"type", "replay"},
+                 {"step", i},
+                 {"format", p.format},
+                 {"source", p.source},
+                 {"program", p.describe()},
+                 {"ranks", p.world},
+                 {"placement", r.placement},
+                 {"time_scale", r.time_scale},
+                 {"checked", r.checked},
+                 {"wrong", r.wrong},
+                 {"model_iteration_s", or_null(model, model_s)},
+                 {"model_error", r.model_error}});
+  auto passes = [](const std::map<std::string, double>& ns) {
+    Json j = Json::object();
+    for (const auto& [pass, v] : ns) j[pass] = v * 1e-9;
+    return j;
+  };
+  for (size_t k = 0; k < r.iterations.size(); ++k) {
+    const replay::IterationSummary& it = r.iterations[k];
+    Json layers = Json::array(), collectives = Json::array();
+    for (const auto& [name, ns] : it.layer_ns)
+      layers.push_back({{"name", name}, {"passes", passes(ns)}});
+    for (size_t c = 0; c < it.collectives.size(); ++c) {
+      const replay::CollectiveFigure& f = it.collectives[c];
+      const bool m = model && c < r.model->collectives.size();
+      collectives.push_back(
+          {{"what", f.what},
+           {"count", f.count},
+           {"time_s", f.time_ns * 1e-9},
+           {"busbw_gbps", f.busbw_Bps * 8e-9},
+           {"model_time_s", or_null(m, m ? r.model->collectives[c].time_ns * 1e-9 : 0)},
+           {"model_busbw_gbps", or_null(m, m ? r.model->collectives[c].busbw_Bps * 8e-9 : 0)}});
+    }
+    const double t = it.iteration_ns * 1e-9;
+    out.push_back({{"type", "replay_iteration"},
+                   {"step", i},
+                   {"iteration", k + 1},
+                   {"time_s", t},
+                   {"model_s", or_null(model, model_s)},
+                   {"ratio", or_null(model && model_s > 0, model_s > 0 ? t / model_s : 0)},
+                   {"slowest_rank", it.slowest_rank},
+                   {"compute_s", it.compute_ns * 1e-9},
+                   {"exposed_comm_s", it.exposed_comm_ns * 1e-9},
+                   {"passes", passes(it.pass_ns)},
+                   {"layers", layers},
+                   {"collectives", collectives}});
+  }
+  for (size_t rank = 0; rank < r.first.size(); ++rank) {
+    Json ops = Json::array();
+    for (size_t k = 0; k < r.first[rank].size(); ++k) {
+      const replay::Op& op = p.ranks[rank][k];
+      ops.push_back({{"what", replay::describe_op(p, op)},
+                     {"layer", op.layer},
+                     {"pass", replay::name_of(op.pass)},
+                     {"start_s", r.first[rank][k].start_ns * 1e-9},
+                     {"end_s", r.first[rank][k].end_ns * 1e-9}});
+    }
+    out.push_back({{"type", "replay_timeline"},
+                   {"step", i},
+                   {"rank", rank},
+                   {"host", rank < r.placement.size() ? r.placement[rank] : ""},
+                   {"ops", ops}});
+  }
+}
+
 // Step `i`'s record, then one per collective size it measured and per flow it ran.
 void step_records(size_t i, const StepReport& s, std::vector<Json>& out) {
   auto line = [&](Json j) { out.push_back(std::move(j)); };
@@ -145,6 +216,7 @@ void step_records(size_t i, const StepReport& s, std::vector<Json>& out) {
         {"transport", s.transport},
         {"note", s.note},
         {"receiver_bps", or_null(s.receiver_bps.has_value(), s.receiver_bps.value_or(0))}});
+  if (s.replay) replay_records(i, *s.replay, out);
   for (const SizeResult& res : s.results)
     line({{"type", "result"},
           {"step", i},

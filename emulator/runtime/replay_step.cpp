@@ -95,25 +95,44 @@ Result<replay::IterationSummary> predict_replay(const LabModel& m, const Topolog
   auto hosts = replay_hosts(m, s);
   if (!hosts) return hosts.error();
   const WireCost cost = wire_cost(transport, m.scenario.fabric.mtu);
-  std::map<std::pair<int, Collective>, Prediction> cache;  // (group, collective)
+  // A collective on one group runs at the same time as the same collective on every group of
+  // its kind and size (each tensor-parallel group's allreduce of a layer, each data-parallel
+  // group's): the model routes all of them together, phase by phase, so that they share the
+  // links they have in common.
+  std::map<std::tuple<std::string, size_t, Collective>, Prediction> cache;
   std::optional<Error> failed;
+  auto together = [&](const replay::Group& g, Collective c) -> Result<Prediction> {
+    const int n = static_cast<int>(g.ranks.size());
+    auto pattern = collective_pattern(name_of(c), n);
+    if (!pattern) return pattern.error();
+    CollectivePattern all = *pattern;
+    for (Phase& ph : all.phases) ph.flows.clear();
+    std::vector<int> nodes;
+    int j = 0;
+    for (const replay::Group& other : p.groups) {
+      if (other.kind != g.kind || other.ranks.size() != g.ranks.size()) continue;
+      for (int r : other.ranks) nodes.push_back((*hosts)[r]);
+      for (size_t k = 0; k < pattern->phases.size(); ++k)
+        for (const Flow& f : pattern->phases[k].flows)
+          all.phases[k].flows.push_back({j * n + f.src, j * n + f.dst, f.share});
+      ++j;
+    }
+    return predict(topo, m.addresses, m.routes, all, cost, nodes);
+  };
   auto duration = [&](int, const replay::Op& op) -> double {
     if (op.kind == OpKind::Compute) return static_cast<double>(op.compute_ns);
-    const auto& members = p.groups[op.group].ranks;
-    if (members.size() < 2) return 0;
+    const replay::Group& g = p.groups[op.group];
+    if (g.ranks.size() < 2) return 0;
     const Collective c = op.kind == OpKind::Collective ? op.collective : Collective::Broadcast;
-    auto it = cache.find({op.group, c});
+    const auto key = std::tuple{g.kind, g.ranks.size(), c};
+    auto it = cache.find(key);
     if (it == cache.end()) {
-      std::vector<int> nodes;
-      for (int r : members) nodes.push_back((*hosts)[r]);
-      auto pattern = collective_pattern(name_of(c), static_cast<int>(members.size()));
-      auto pred = pattern ? predict(topo, m.addresses, m.routes, *pattern, cost, nodes)
-                          : Result<Prediction>(pattern.error());
+      auto pred = together(g, c);
       if (!pred) {
         if (!failed) failed = pred.error();
         return 0;
       }
-      it = cache.emplace(std::pair{op.group, c}, *pred).first;
+      it = cache.emplace(key, *pred).first;
     }
     return (it->second.latency_s + it->second.seconds_per_byte * static_cast<double>(op.bytes)) *
            1e9;

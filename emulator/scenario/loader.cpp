@@ -556,6 +556,19 @@ std::optional<std::string> extra_document(const std::string& text, const std::st
 }  // namespace
 }  // namespace detail
 
+Result<ReplayStep> load_replay_step(const std::string& path, const std::string& format) {
+  if (format != "simai" && format != "chakra")
+    return make_error("--format: '" + format + "' is not a replay format; valid: simai, chakra",
+                      EINVAL);
+  auto program = detail::read_replay_program(path, format, "");
+  if (!program) return program.error();
+  ReplayStep r;
+  r.file = r.path = path;
+  r.format = format;
+  r.program = std::make_shared<const replay::Program>(std::move(*program));
+  return r;
+}
+
 Result<Scenario> load_scenario_string(const std::string& text, const std::string& file_label) {
   // yaml-cpp reads a NUL as an escape error somewhere later; it means a binary file was given.
   if (size_t nul = text.find('\0'); nul != std::string::npos) {

@@ -116,6 +116,18 @@ std::string beside_scenario(const Field& f, const std::string& path) {
   return slash == std::string::npos ? path : scenario.substr(0, slash + 1) + path;
 }
 
+}  // namespace
+
+Result<replay::Program> read_replay_program(const std::string& path, const std::string& format,
+                                            const std::string& comm_groups) {
+  if (format == "chakra") return replay::read_chakra(path, comm_groups);
+  auto text = read_file(path);
+  if (!text) return text.error();
+  return replay::read_simai(*text, path);
+}
+
+namespace {
+
 // replay: {file: model.txt, format: simai, iterations: 3, placement: [h1, ...]}
 ReplayStep read_replay(const Field& item) {
   item.check_keys({"replay"});
@@ -134,14 +146,7 @@ ReplayStep read_replay(const Field& item) {
     if (r.format != "chakra") g->fail("comm_groups are Chakra's process groups (format: chakra)");
     r.comm_groups = beside_scenario(f, g->str());
   }
-  Result<replay::Program> program = make_error("");
-  if (r.format == "simai") {
-    auto text = read_file(r.path);
-    if (!text) file.fail(text.error().what());
-    program = replay::read_simai(*text, r.path);
-  } else {
-    program = replay::read_chakra(r.path, r.comm_groups);
-  }
+  auto program = read_replay_program(r.path, r.format, r.comm_groups);
   if (!program) file.fail(program.error().what());
   if (auto p = f.find("placement")) {
     std::set<std::string> seen;

@@ -17,4 +17,8 @@ std::vector<FaultEvent> read_faults(const Field& list, uint32_t mtu);
 
 Expectations read_expect(const Field& f);
 
+// A replay step's workload: SimAI's text at `path`, or Chakra's PREFIX.<rank>.et traces.
+Result<replay::Program> read_replay_program(const std::string& path, const std::string& format,
+                                            const std::string& comm_groups);
+
 }  // namespace fabemu::detail

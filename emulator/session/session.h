@@ -108,6 +108,9 @@ struct UpRequest {
   bool netns_names = false;
   bool accept_degraded = false;
   std::string time_scale;  // "N" or "auto"; empty: the scenario's
+  // `run --replay FILE --format F`: the workload is this one replay step instead.
+  std::string replay;
+  std::string replay_format = "simai";
   // One machine's part of a lab across machines: every machine's name (the allocation's
   // order), the pool they agreed on, the directory they share.
   std::vector<std::string> cluster;

@@ -99,6 +99,11 @@ Result<Prepared> prepare(const UpRequest& req, const LabPaths& base, Observer& o
         Failure::BadInput);
   auto sc = load_scenario_string(*text, req.scenario);
   if (!sc) return with_failure(sc.error(), Failure::BadInput);
+  if (!req.replay.empty()) {
+    auto step = load_replay_step(req.replay, req.replay_format);
+    if (!step) return with_failure(step.error().context("--replay"), Failure::BadInput);
+    sc->workload = {WorkloadStep{std::move(*step), std::nullopt, {req.replay, 0, 0}}};
+  }
   Prepared p{std::move(*sc), std::move(*text), base};
   p.paths.lab = req.lab.empty() ? p.scenario.name : req.lab;
   if (!is_valid_lab_name(p.paths.lab))
