@@ -67,8 +67,7 @@ Result<std::vector<Node>> decode(const std::string& bytes, const std::string& or
     if (in.CurrentPosition() == static_cast<int>(bytes.size())) break;
     if (!in.ReadVarint32(&length))
       return make_error(origin + ": message " + std::to_string(index) + " at byte " +
-                            std::to_string(in.CurrentPosition()) + ": truncated length",
-                        EINVAL);
+                        std::to_string(in.CurrentPosition()) + ": truncated length");
     const auto limit = in.PushLimit(static_cast<int>(length));
     const int at = in.CurrentPosition();
     bool parsed = false;
@@ -82,16 +81,15 @@ Result<std::vector<Node>> decode(const std::string& bytes, const std::string& or
     }
     if (!parsed || !in.ConsumedEntireMessage() || in.BytesUntilLimit() != 0)
       return make_error(origin + ": message " + std::to_string(index) + " at byte " +
-                            std::to_string(at) + " (" + (metadata ? "GlobalMetadata" : "Node") +
-                            ", " + std::to_string(length) + " bytes): not a valid message" +
-                            (at + static_cast<int>(length) > static_cast<int>(bytes.size())
-                                 ? " (the file ends inside it)"
-                                 : ""),
-                        EINVAL);
+                        std::to_string(at) + " (" + (metadata ? "GlobalMetadata" : "Node") + ", " +
+                        std::to_string(length) + " bytes): not a valid message" +
+                        (at + static_cast<int>(length) > static_cast<int>(bytes.size())
+                             ? " (the file ends inside it)"
+                             : ""));
     in.PopLimit(limit);
     metadata = false;
   }
-  if (metadata) return make_error(origin + ": empty (no GlobalMetadata message)", EINVAL);
+  if (metadata) return make_error(origin + ": empty (no GlobalMetadata message)");
   return nodes;
 }
 
@@ -103,25 +101,24 @@ Result<std::map<std::string, std::vector<int>>> parse_groups(const std::string& 
   try {
     j = Json::parse(text);
   } catch (const Json::parse_error& e) {
-    return make_error(origin + ": byte " + std::to_string(e.byte) + ": not JSON", EINVAL);
+    return make_error(origin + ": byte " + std::to_string(e.byte) + ": not JSON");
   }
   if (!j.is_object())
-    return make_error(origin + ": expected an object of groups, e.g. {\"1\": [0, 1]}", EINVAL);
+    return make_error(origin + ": expected an object of groups, e.g. {\"1\": [0, 1]}");
   for (const auto& [name, ranks] : j.items()) {
     if (!ranks.is_array() || ranks.empty())
-      return make_error(origin + ": group " + name + ": expected a list of ranks", EINVAL);
+      return make_error(origin + ": group " + name + ": expected a list of ranks");
     std::vector<int> r;
     for (const Json& x : ranks) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= world)
         return make_error(origin + ": group " + name + ": " + x.dump() + " is not a rank of the " +
-                              std::to_string(world) + " traces",
-                          EINVAL);
+                          std::to_string(world) + " traces");
       r.push_back(x.get<int>());
     }
     std::vector<int> sorted = r;
     std::sort(sorted.begin(), sorted.end());
     if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-      return make_error(origin + ": group " + name + " lists a rank twice", EINVAL);
+      return make_error(origin + ": group " + name + " lists a rank twice");
     groups[name] = r;
   }
   return groups;
@@ -133,7 +130,7 @@ Result<Op> to_op(Program& p, const Node& n, int rank,
   Op op;
   op.layer = n.name();
   op.source = static_cast<int>(n.id());
-  auto fail = [&](const std::string& what) { return make_error(where + ": " + what, EINVAL); };
+  auto fail = [&](const std::string& what) { return make_error(where + ": " + what); };
   switch (n.type()) {
     case fabemu::chakra::COMP_NODE:
       op.compute_ns = n.duration_micros() * 1000;
@@ -198,7 +195,7 @@ Result<std::vector<const Node*>> ordered(const std::vector<Node>& nodes,
   std::map<uint64_t, const Node*> by_id;
   for (const Node& n : nodes)
     if (!by_id.emplace(n.id(), &n).second)
-      return make_error(origin + ": node " + std::to_string(n.id()) + " appears twice", EINVAL);
+      return make_error(origin + ": node " + std::to_string(n.id()) + " appears twice");
   std::map<uint64_t, size_t> waiting;
   std::map<uint64_t, std::vector<uint64_t>> dependents;
   for (const Node& n : nodes) {
@@ -207,8 +204,7 @@ Result<std::vector<const Node*>> ordered(const std::vector<Node>& nodes,
     for (uint64_t d : deps) {
       if (!by_id.count(d))
         return make_error(origin + ": node " + std::to_string(n.id()) + " (" + n.name() +
-                              "): depends on node " + std::to_string(d) + ", which is not there",
-                          EINVAL);
+                          "): depends on node " + std::to_string(d) + ", which is not there");
       dependents[d].push_back(n.id());
     }
     waiting[n.id()] = deps.size();
@@ -226,8 +222,7 @@ Result<std::vector<const Node*>> ordered(const std::vector<Node>& nodes,
   }
   if (out.size() != nodes.size())
     return make_error(origin + ": " + std::to_string(nodes.size() - out.size()) +
-                          " nodes depend on each other in a circle",
-                      EINVAL);
+                      " nodes depend on each other in a circle");
   return out;
 }
 

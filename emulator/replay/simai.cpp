@@ -24,7 +24,7 @@ struct Reader {
   int line = 0;
 
   Error fail(const std::string& field, const std::string& what) const {
-    return make_error(origin + ":" + std::to_string(line) + ": " + field + ": " + what, EINVAL);
+    return make_error(origin + ":" + std::to_string(line) + ": " + field + ": " + what);
   }
   Result<uint64_t> number(const std::string& field, const std::string& word, uint64_t max) const {
     uint64_t v = 0;
