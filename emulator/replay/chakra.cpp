@@ -3,12 +3,14 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "chakra_et.pb.h"
+#include "replay/schedule.h"
 #include "util/files.h"
 #include "util/json.h"
 
@@ -60,6 +62,8 @@ std::optional<std::string> text(const Node& n, const std::string& name) {
 Result<std::vector<Node>> decode(const std::string& bytes, const std::string& origin) {
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream in(&raw);
+  // A bad string field is reported below as an invalid message, not logged by protobuf too.
+  const google::protobuf::LogSilencer quiet;
   std::vector<Node> nodes;
   bool metadata = true;
   for (int index = 0;; ++index) {
@@ -68,8 +72,12 @@ Result<std::vector<Node>> decode(const std::string& bytes, const std::string& or
     if (!in.ReadVarint32(&length))
       return make_error(origin + ": message " + std::to_string(index) + " at byte " +
                         std::to_string(in.CurrentPosition()) + ": truncated length");
-    const auto limit = in.PushLimit(static_cast<int>(length));
     const int at = in.CurrentPosition();
+    if (length > bytes.size() - static_cast<size_t>(at))
+      return make_error(origin + ": message " + std::to_string(index) + " at byte " +
+                        std::to_string(at) + " (" + std::to_string(length) +
+                        " bytes): the file ends inside it");
+    const auto limit = in.PushLimit(static_cast<int>(length));
     bool parsed = false;
     if (metadata) {
       fabemu::chakra::GlobalMetadata m;
@@ -82,10 +90,7 @@ Result<std::vector<Node>> decode(const std::string& bytes, const std::string& or
     if (!parsed || !in.ConsumedEntireMessage() || in.BytesUntilLimit() != 0)
       return make_error(origin + ": message " + std::to_string(index) + " at byte " +
                         std::to_string(at) + " (" + (metadata ? "GlobalMetadata" : "Node") + ", " +
-                        std::to_string(length) + " bytes): not a valid message" +
-                        (at + static_cast<int>(length) > static_cast<int>(bytes.size())
-                             ? " (the file ends inside it)"
-                             : ""));
+                        std::to_string(length) + " bytes): not a valid message");
     in.PopLimit(limit);
     metadata = false;
   }
@@ -248,6 +253,7 @@ Result<Program> parse_chakra(const std::vector<std::string>& ranks,
   if (p.world == 0) return make_error("no Chakra trace (PREFIX.0.et) to read", ENOENT);
   auto groups = parse_groups(groups_json, groups_origin, p.world);
   if (!groups) return groups.error();
+  size_t total = 0;
   for (int r = 0; r < p.world; ++r) {
     auto nodes = decode(ranks[r], origins[r]);
     if (!nodes) return nodes.error();
@@ -266,10 +272,15 @@ Result<Program> parse_chakra(const std::vector<std::string>& ranks,
       index[n->id()] = ops.size();
       ops.push_back(std::move(*op));
     }
+    total += ops.size();
+    if (total > kMaxOperations)
+      return make_error(origins[r] + ": the traces hold more than " +
+                        std::to_string(kMaxOperations) + " operations, what a replay holds");
     p.ranks.push_back(std::move(ops));
   }
   p.source = origins[0];
   if (auto v = validate(p); !v) return v.error();
+  FABEMU_TRY(check_finishes(p));
   return p;
 }
 

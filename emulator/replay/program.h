@@ -62,6 +62,9 @@ struct Program {
   std::string describe() const;
 };
 
+// The most operations (over all ranks) a program may hold.
+constexpr uint64_t kMaxOperations = 4'000'000;
+
 // "allreduce 512MiB on tp [0-7]" for reports and errors.
 std::string describe_op(const Program& p, const Op& op);
 

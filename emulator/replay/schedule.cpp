@@ -105,6 +105,12 @@ Result<Timeline> simulate(const Program& p, const Duration& duration) {
   return t;
 }
 
+Result<void> check_finishes(const Program& p) {
+  auto t = simulate(p, [](int, const Op&) { return 1.0; });
+  if (!t) return t.error();
+  return ok();
+}
+
 IterationSummary summarize(const Program& p, const Timeline& t) {
   IterationSummary s;
   std::vector<double> last(p.world, 0);

@@ -30,6 +30,11 @@ using Duration = std::function<double(int rank, const Op& op)>;
 // send and its receive together). Error when the program cannot finish (a wait in a circle).
 Result<Timeline> simulate(const Program& p, const Duration& duration);
 
+// That the program can finish: played with every operation taking 1 ns (the readers ask, so
+// that ranks whose collectives on different groups wait for each other in a circle are refused
+// before anything runs).
+Result<void> check_finishes(const Program& p);
+
 struct CollectiveFigure {
   std::string what;      // describe_op's words
   double time_ns = 0;    // the slowest member's time in it, averaged over its instances

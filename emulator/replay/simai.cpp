@@ -8,6 +8,8 @@
 #include <sstream>
 #include <vector>
 
+#include "replay/schedule.h"
+
 namespace fabemu::replay {
 namespace {
 
@@ -289,6 +291,11 @@ Result<Program> read_simai(std::string_view text, const std::string& origin) {
   auto count = r.number("layer count", lines[1][0], 100'000);
   if (!count) return count.error();
   if (*count == 0) return r.fail("layer count", "0 layers: nothing to replay");
+  // Every rank's operations are held: up to seven per layer.
+  if (static_cast<uint64_t>(h->world) * *count * 7 > kMaxOperations)
+    return r.fail("layer count", std::to_string(*count) + " layers on " + std::to_string(h->world) +
+                                     " ranks are more operations than " +
+                                     std::to_string(kMaxOperations) + ", what a replay holds");
   std::vector<Layer> layers;
   for (size_t i = 0; i < *count; ++i) {
     if (2 + i >= lines.size()) {
@@ -319,6 +326,7 @@ Result<Program> read_simai(std::string_view text, const std::string& origin) {
   for (int rank = 0; rank < p.world; ++rank)
     p.ranks.push_back(rank_ops(layers, groups_of(p, *h, rank)));
   if (auto v = validate(p); !v) return v.error().context(origin);
+  if (auto f = check_finishes(p); !f) return f.error().context(origin);
   return p;
 }
 

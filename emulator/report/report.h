@@ -11,8 +11,8 @@
 #include "results/ecmp_groups.h"
 #include "results/faults.h"
 #include "results/order.h"
-#include "results/telemetry.h"
 #include "results/replay.h"
+#include "results/telemetry.h"
 #include "results/workload.h"
 #include "util/json.h"
 

@@ -240,6 +240,11 @@ TEST(ChakraReader, BadTracesAreRefusedNamingTheFileAndTheNode) {
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().what().find("step.2.et: message"), std::string::npos) << p.error().what();
   EXPECT_NE(p.error().what().find("the file ends inside it"), std::string::npos);
+  // A length prefix of 4 GiB (found by the fuzz lane: it overflowed the position's int).
+  p = parse_chakra({std::string("\xff\xff\xff\xff\x77\x5c", 6)}, {"step.0.et"}, "", "");
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().what().find("step.0.et: message 0 at byte 5"), std::string::npos)
+      << p.error().what();
   // A group the groups file does not have.
   p = parse_chakra(ranks, origins(8), R"({"1": [0, 1, 2, 3]})", "groups.json");
   ASSERT_FALSE(p);
