@@ -98,9 +98,42 @@ Result<std::vector<Node>> decode(const std::string& bytes, const std::string& or
   return nodes;
 }
 
-Result<std::map<std::string, std::vector<int>>> parse_groups(const std::string& text,
-                                                             const std::string& origin, int world) {
-  std::map<std::string, std::vector<int>> groups;
+// The groups file names groups, not what they are for: groups of one size whose ranks do not
+// overlap (the tensor-parallel groups, the data-parallel ones) are one kind, named after its
+// members ("pg {3,4,5,6}"), so the model routes a kind's collectives together as they run.
+void name_kinds(std::map<std::string, Group>& groups) {
+  std::vector<std::vector<std::string>> families;
+  for (auto& [name, g] : groups) {
+    auto fits = [&](const std::vector<std::string>& family) {
+      for (const std::string& other : family) {
+        const auto& o = groups.at(other).ranks;
+        if (o.size() != g.ranks.size()) return false;
+        for (int r : g.ranks)
+          if (std::find(o.begin(), o.end(), r) != o.end()) return false;
+      }
+      return true;
+    };
+    auto f = std::find_if(families.begin(), families.end(), fits);
+    if (f == families.end()) f = families.insert(families.end(), std::vector<std::string>{});
+    f->push_back(name);
+  }
+  for (const auto& family : families) {
+    std::string kind = family.size() == 1 ? "pg " + family[0] : "pg {";
+    for (size_t i = 0; family.size() > 1 && i < family.size(); ++i) {
+      if (i == 4) {
+        kind += ",...";
+        break;
+      }
+      kind += (i ? "," : "") + family[i];
+    }
+    if (family.size() > 1) kind += "}";
+    for (const std::string& name : family) groups[name].kind = kind;
+  }
+}
+
+Result<std::map<std::string, Group>> parse_groups(const std::string& text,
+                                                  const std::string& origin, int world) {
+  std::map<std::string, Group> groups;
   if (text.empty()) return groups;
   Json j;
   try {
@@ -124,14 +157,15 @@ Result<std::map<std::string, std::vector<int>>> parse_groups(const std::string& 
     std::sort(sorted.begin(), sorted.end());
     if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
       return make_error(origin + ": group " + name + " lists a rank twice");
-    groups[name] = r;
+    groups[name].ranks = r;
   }
+  name_kinds(groups);
   return groups;
 }
 
 // One node as an operation (its dependencies resolved by the caller).
-Result<Op> to_op(Program& p, const Node& n, int rank,
-                 const std::map<std::string, std::vector<int>>& groups, const std::string& where) {
+Result<Op> to_op(Program& p, const Node& n, int rank, const std::map<std::string, Group>& groups,
+                 const std::string& where) {
   Op op;
   op.layer = n.name();
   op.source = static_cast<int>(n.id());
@@ -161,8 +195,8 @@ Result<Op> to_op(Program& p, const Node& n, int rank,
       if (auto pg = text(n, "pg_name"); pg && !pg->empty() && *pg != "0") {  // "0": every rank
         const auto g = groups.find(*pg);
         if (g == groups.end()) return fail("pg_name: no group '" + *pg + "' in the groups file");
-        members = g->second;
-        kind = "pg " + *pg;
+        members = g->second.ranks;
+        kind = g->second.kind;
       } else {
         for (int r = 0; r < p.world; ++r) members.push_back(r);
       }
@@ -284,10 +318,14 @@ Result<Program> parse_chakra(const std::vector<std::string>& ranks,
   return p;
 }
 
+std::string chakra_file(const std::string& prefix, int rank) {
+  return prefix + "." + std::to_string(rank) + ".et";
+}
+
 Result<Program> read_chakra(const std::string& prefix, const std::string& groups_file) {
   std::vector<std::string> ranks, origins;
   for (int r = 0;; ++r) {
-    const std::string path = prefix + "." + std::to_string(r) + ".et";
+    const std::string path = chakra_file(prefix, r);
     if (!path_exists(path)) break;
     auto bytes = read_file(path);
     if (!bytes) return bytes.error();

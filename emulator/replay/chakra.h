@@ -23,6 +23,9 @@ Result<Program> parse_chakra(const std::vector<std::string>& ranks,
                              const std::vector<std::string>& origins,
                              const std::string& groups_json, const std::string& groups_origin);
 
+// Rank `rank`'s file: PREFIX.<rank>.et.
+std::string chakra_file(const std::string& prefix, int rank);
+
 // PREFIX.0.et, PREFIX.1.et, ... up to the first that does not exist; `groups_file` may be "".
 Result<Program> read_chakra(const std::string& prefix, const std::string& groups_file);
 

@@ -88,8 +88,12 @@ std::string describe_op(const Program& p, const Op& op) {
 }
 
 int add_group(Program& p, std::vector<int> ranks, const std::string& kind) {
-  for (size_t g = 0; g < p.groups.size(); ++g)
-    if (p.groups[g].ranks == ranks) return static_cast<int>(g);
+  for (size_t g = 0; g < p.groups.size(); ++g) {
+    if (p.groups[g].ranks != ranks) continue;
+    // A pair that sends to each other and also has a collective is of the collective's kind.
+    if (p.groups[g].kind == "p2p") p.groups[g].kind = kind;
+    return static_cast<int>(g);
+  }
   p.groups.push_back({std::move(ranks), kind});
   return static_cast<int>(p.groups.size()) - 1;
 }

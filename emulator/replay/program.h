@@ -68,7 +68,8 @@ constexpr uint64_t kMaxOperations = 4'000'000;
 // "allreduce 512MiB on tp [0-7]" for reports and errors.
 std::string describe_op(const Program& p, const Op& op);
 
-// The group of the given ranks and kind, added unless there is one with the same ranks.
+// The group of the given ranks and kind, added unless there is one with the same ranks (whose
+// kind a collective's replaces if it was "p2p").
 int add_group(Program& p, std::vector<int> ranks, const std::string& kind);
 
 // Checks what a reader built (deps earlier, groups that hold the rank, sends and receives that

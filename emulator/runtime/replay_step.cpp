@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "model/collective_model.h"
+#include "replay/chakra.h"
 #include "runtime/host_env.h"
 #include "util/files.h"
 #include "util/units.h"
@@ -32,6 +34,34 @@ std::optional<uint64_t> available_memory() {
     in.ignore(1 << 10, '\n');
   }
   return std::nullopt;
+}
+
+// The step's input files copied into `dir` in the lab's shared directory, where every host
+// reads them (a scenario under /tmp is not visible from hosts with a private /tmp): SimAI's
+// text, or Chakra's file per rank and the groups file. The copies' paths: file (or prefix),
+// groups file.
+Result<std::pair<std::string, std::string>> stage_inputs(const ReplayStep& s, int world,
+                                                         const std::string& dir) {
+  namespace fs = std::filesystem;
+  FABEMU_TRY(make_dirs(dir));
+  auto copy = [](const std::string& from, const std::string& to) -> Result<void> {
+    std::error_code ec;
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (ec) return make_error("copying " + from + " to " + to + ": " + ec.message(), ec.value());
+    return ok();
+  };
+  const std::string name = fs::path(s.path).filename().string();
+  std::pair<std::string, std::string> staged{dir + "/" + name, ""};
+  if (s.format == "chakra")
+    for (int r = 0; r < world; ++r)
+      FABEMU_TRY(copy(replay::chakra_file(s.path, r), replay::chakra_file(staged.first, r)));
+  else
+    FABEMU_TRY(copy(s.path, staged.first));
+  if (!s.comm_groups.empty()) {
+    staged.second = dir + "/comm-groups.json";
+    FABEMU_TRY(copy(s.comm_groups, staged.second));
+  }
+  return staged;
 }
 
 // The switch a host's first NIC hangs off.
@@ -183,9 +213,14 @@ StepResult run_replay_step(const LabModel& m, const LabPaths& paths, size_t inde
                         : o.run_id) +
       "-" + std::to_string(index);
   const std::string out = workload_dir(m, paths) + "/replay-" + std::to_string(index);
+  auto staged = stage_inputs(s, p.world, out + "-input");
+  if (!staged) {
+    r.failure = staged.error().what();
+    return r;
+  }
   std::vector<std::string> argv = {o.collective,
                                    "--replay",
-                                   s.path,
+                                   staged->first,
                                    "--format",
                                    s.format,
                                    "--iterations",
@@ -198,7 +233,7 @@ StepResult run_replay_step(const LabModel& m, const LabPaths& paths, size_t inde
                                    out,
                                    "--timeout",
                                    std::to_string(timeout.count())};
-  if (!s.comm_groups.empty()) argv.insert(argv.end(), {"--comm-groups", s.comm_groups});
+  if (!staged->second.empty()) argv.insert(argv.end(), {"--comm-groups", staged->second});
   std::vector<NodeContext> nodes;
   for (int rank = 0; rank < p.world; ++rank) {
     NodeContext c = node_context(m, paths, (*hosts)[rank]);

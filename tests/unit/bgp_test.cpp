@@ -50,7 +50,9 @@ TEST(BgpPlan, LeafSpineSpinesShareAnAsnAndEveryLeafHasItsOwn) {
   // loopbacks directly: 3 x 2 + 2.
   EXPECT_EQ(leaf1.fib.size(), 8u);
   for (const Route& r : leaf1.fib)
-    if (r.dst.len < 32) EXPECT_EQ(r.nexthops.size(), 2u) << r.dst.str();
+    if (r.dst.len < 32) {
+      EXPECT_EQ(r.nexthops.size(), 2u) << r.dst.str();
+    }
   // A spine never learns the other spine's loopback: its path holds the spines' ASN.
   const BgpRouter& spine1 = *bgp_router(m, m.topo.find("spine1"));
   const Prefix other{*m.addresses.loopback[m.topo.find("spine2")], 32};
@@ -92,9 +94,10 @@ TEST(BgpPlan, SwitchesGetNoStaticRoutesToOtherSwitchesButStartFrrAndWaitForIt) {
   ASSERT_TRUE(a);
   int started = 0, awaited = 0;
   for (const Action& act : a->plan.actions) {
-    if (const auto* r = std::get_if<AddRoute>(&act))
+    if (const auto* r = std::get_if<AddRoute>(&act)) {
       EXPECT_NE(r->ns.find("-t-h"), std::string::npos)  // hosts are h1..h8
           << "a static route on a switch: " << describe(act);
+    }
     if (const auto* s = std::get_if<StartRouter>(&act)) {
       ++started;
       EXPECT_EQ(s->daemons, (std::vector<std::string>{"zebra", "bfdd", "bgpd"}));

@@ -45,8 +45,9 @@ TEST(AcrossMachines, EachMachineBuildsItsPartAndTunnelsOnlyCutLinks) {
     const Plan& plan = a->plans[mi];
     int mine = 0;
     for (const Action& act : plan.actions) {
-      if (const auto* ns = std::get_if<CreateNamespace>(&act))
+      if (const auto* ns = std::get_if<CreateNamespace>(&act)) {
         EXPECT_EQ(p.machine_of[t.find(ns->hostname)], mi) << ns->ns;
+      }
       if (const auto* x = std::get_if<CreateVxlan>(&act)) {
         ++tunnels;
         ++mine;

@@ -55,7 +55,9 @@ TEST(Partition, AFatTreeKeepsItsPodsWhole) {
       }
     }
     for (const Link& l : m.topo.links)
-      if (l.cls != "agg-core") EXPECT_EQ(p->machine_of[l.a.node], p->machine_of[l.b.node]);
+      if (l.cls != "agg-core") {
+        EXPECT_EQ(p->machine_of[l.a.node], p->machine_of[l.b.node]);
+      }
     for (const MachineLoad& l : machine_loads(m, *p)) EXPECT_EQ(l.hosts, 128 / machines);
   }
 }
@@ -72,7 +74,9 @@ TEST(Partition, ARailOptimizedServerStaysWithItsScaleUpSwitch) {
                 machine_of(m, *p, node + "-su"));
   }
   for (const Link& l : m.topo.links)
-    if (l.cls == "scale-up") EXPECT_FALSE(p->cut(&l - &m.topo.links[0]));
+    if (l.cls == "scale-up") {
+      EXPECT_FALSE(p->cut(&l - &m.topo.links[0]));
+    }
   for (const MachineLoad& l : machine_loads(m, *p)) EXPECT_EQ(l.hosts, 16);
 }
 

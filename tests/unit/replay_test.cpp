@@ -216,8 +216,9 @@ TEST(ChakraReader, ATensorAndDataParallelTraceBecomesEachRanksOperations) {
   auto p = parse_chakra(ranks, origins(8), testing::tp_dp_groups_json(), "groups.json");
   ASSERT_TRUE(p) << p.error().what();
   EXPECT_EQ(p->world, 8);
-  EXPECT_EQ(ranks_of(*p, "pg 2", 5), (std::vector<int>{4, 5, 6, 7}));
-  EXPECT_EQ(ranks_of(*p, "pg 4", 5), (std::vector<int>{1, 5}));
+  // The groups file's disjoint groups of one size are one kind each.
+  EXPECT_EQ(ranks_of(*p, "pg {1,2}", 5), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(ranks_of(*p, "pg {3,4,5,6}", 5), (std::vector<int>{1, 5}));
   // Rank 4 receives from rank 0 on the pair's group (shared with data-parallel group "3").
   const auto& r4 = p->ranks[4];
   auto recv =
@@ -225,6 +226,8 @@ TEST(ChakraReader, ATensorAndDataParallelTraceBecomesEachRanksOperations) {
   ASSERT_NE(recv, r4.end());
   EXPECT_EQ(recv->peer, 0);
   EXPECT_EQ(p->groups[recv->group].ranks, (std::vector<int>{0, 4}));
+  // The pair is data-parallel group "3" as well as the send's, and of that kind.
+  EXPECT_EQ(p->groups[recv->group].kind, "pg {3,4,5,6}");
   EXPECT_EQ(r4.front().compute_ns, 50'000u);  // duration_micros
   auto t = simulate(*p, [](int, const Op& op) { return double(op.compute_ns + op.bytes); });
   ASSERT_TRUE(t) << t.error().what();
