@@ -111,6 +111,14 @@ std::optional<double> lab_demand(const LabModel& m) {
     for (const auto& [edge, n] : per_edge)
       sum += hops(edge_of[h], edge) * (n - (edge == edge_of[h]));
     demand += double(*out.rate_bps) / frame_bits * sum / double(hosts.size() - 1);
+    // Its other links (a rail-optimized server's scale-up switch) at their rate too, each frame
+    // two hops: to the switch and on to a GPU of the same server.
+    for (int l : t.links_of(h)) {
+      if (l == t.links_of(h).front()) continue;
+      const Link& other = t.links[l];
+      const LinkShape& up = other.a.node == h ? other.a_to_b : other.b_to_a;
+      if (up.rate_bps && *up.rate_bps) demand += double(*up.rate_bps) / frame_bits * 2;
+    }
   }
   return demand;
 }

@@ -79,6 +79,21 @@ TEST(TimeScale, TheDemandIsHostsTimesRateTimesAveragePathOverFrames) {
   EXPECT_FALSE(lab_demand(*unrated));
 }
 
+// A rail-optimized server's GPUs also send through its scale-up switch (two hops), at that
+// link's rate: a replayed step's tensor-parallel collectives run there.
+TEST(TimeScale, TheDemandCountsTheScaleUpLinksToo) {
+  auto m = build_model(load("name: r\ntopology: {kind: rail-optimized, nodes: 2, gpus_per_node: 2, "
+                            "spines: 1, scale_up: {rate: 1600gbit}}\nfabric: {mtu: 4200}\n"
+                            "links: {default: {rate: 400gbit}}\n"),
+                       0);
+  ASSERT_TRUE(m) << m.error().what();
+  const double frame_bits = 8.0 * (4200 + 38);
+  // Rails: from each GPU, 1 other on its rail leaf (2 hops), 2 on the other rail (4 hops).
+  const double rails = 4 * 400e9 / frame_bits * (2 + 2 * 4) / 3.0;
+  const double scale_up = 4 * 1600e9 / frame_bits * 2;
+  EXPECT_NEAR(*lab_demand(*m), rails + scale_up, 1);
+}
+
 TEST(TimeScale, PortsRunDilatedHostsDilateTheirRtoAndTheRunDirKeepsTheFactor) {
   auto m = build_model(load(k400g), 0);
   ASSERT_TRUE(m);
