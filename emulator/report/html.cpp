@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "report/replay_html.h"
 #include "report/report.h"
 #include "report/svg.h"
 #include "util/units.h"
@@ -465,7 +466,7 @@ std::string report_html(const LabModel& m, const RunReport& r) {
          (s.ok ? "ok\">ok" : "bad\">FAILED: " + xml_escape(s.failure)) + "</td>" +
          td(real_time(m, s.start_s)) + td(real_time(m, s.seconds)) +
          (dilated ? td(fixed(s.wall_seconds, 2)) : "") + "</tr>\n";
-  h += "</table>\n" + busbw_chart(r) + rank_table(m, r);
+  h += "</table>\n" + busbw_chart(r) + rank_table(m, r) + replay_html(r);
   if (!r.faults.empty()) {
     h += "<h2>Fault timeline</h2>\n<table id=\"faults\"><tr><th>due</th><th>applied"
          "</th><th>fault</th><th>result</th></tr>\n";

@@ -78,6 +78,10 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
       s.transport = resolve_transport(c->transport, m.rdma.rxe);
       if (auto text = read_file(r.json_lines)) s.results = read_benchmark_results(*text);
     }
+    if (const auto* p = std::get_if<ReplayStep>(&m.scenario.workload[i].step)) {
+      s.library = "gloo";
+      s.transport = resolve_transport(p->transport, m.rdma.rxe);
+    }
     observer.step_done(m, s, r.table);
     ok = ok && r.ok;
     report.steps.push_back(std::move(s));

@@ -83,6 +83,12 @@ TEST_F(ReplayTest, SimaiWorkloadReplaysWithEveryCollectiveChecked) {
   EXPECT_NE(o.out.find(" (model "), std::string::npos) << o;
   EXPECT_NE(o.out.find(", 0 wrong"), std::string::npos) << o;
   expect_replayed(dir_ + "/r", "simai", 1, o.out);
+  // The HTML report: the iterations beside the model and a timeline row per rank.
+  const std::string html = read_text(dir_ + "/r/report.html");
+  EXPECT_NE(html.find("<table class=\"replay-iterations\">"), std::string::npos);
+  const auto svg = html.find("<svg class=\"replay-timeline\" id=\"replay-timeline-0\"");
+  ASSERT_NE(svg, std::string::npos);
+  EXPECT_NE(html.find("<title>rank 7: allreduce 256K on tp [4-7]", svg), std::string::npos);
 }
 
 // A Chakra trace per rank, its process groups in ASTRA-sim's JSON, as a scenario's step; the
