@@ -5,6 +5,7 @@
 #include <memory>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -330,10 +331,14 @@ void print_comparison(const std::vector<std::optional<ReplayFigures>>& runs) {
     const ReplayFigures& v = *runs[i];
     const double delta = (v.measured / base.measured - 1) * 100;
     const double model_delta = base.model > 0 ? (v.model / base.model - 1) * 100 : 0;
-    const bool same = (delta >= 0) == (model_delta >= 0);
+    // Under 0.5% the model sees no difference (the variant changed what this step does not
+    // use), and a measured delta is noise to it.
+    const char* verdict = std::abs(model_delta) < 0.5          ? "the model sees no difference"
+                          : (delta >= 0) == (model_delta >= 0) ? "the same direction"
+                                                               : "the opposite direction";
     std::printf("  %-40s %10s (model %s): %+.1f%% against the first, model %+.1f%%: %s\n",
                 v.scenario.c_str(), ms(v.measured).c_str(), ms(v.model).c_str(), delta, model_delta,
-                same ? "the same direction" : "the opposite direction");
+                verdict);
   }
 }
 
@@ -359,6 +364,9 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
       const int code = render_run_end(*out, a);
       worst = std::max(worst, code);
       runs.push_back(replay_figures(*out, scenario));
+      // ^C or SIGTERM ends the comparison, not just the run it came in.
+      if (const int sig = session::InterruptGuard::signal().load())
+        return session::interrupted_exit_code(sig);
     }
     print_comparison(runs);
     return worst;

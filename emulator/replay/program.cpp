@@ -52,8 +52,8 @@ std::string Program::describe() const {
          (pp > 1 ? ", pp " + std::to_string(pp) : "") + "), " + std::to_string(layers) +
          (layers == 1 ? " layer" : " layers");
   s += ", " + printf_string("%.0f", per) + " operations per rank, " + std::to_string(collectives) +
-       " collectives";
-  if (p2p) s += ", " + std::to_string(p2p) + " sends";
+       " collective calls";
+  if (p2p) s += ", " + std::to_string(p2p) + (p2p == 1 ? " send" : " sends");
   return s + " in all";
 }
 

@@ -64,10 +64,11 @@ Result<std::pair<std::string, std::string>> stage_inputs(const ReplayStep& s, in
   return staged;
 }
 
-// The switch a host's first NIC hangs off.
-int first_hop(const Topology& t, int host) {
-  const auto links = t.links_of(host);
-  return links.empty() ? -1 : t.links[links.front()].peer(host).node;
+// The switches a host's links lead to: its leaf, and a rail-optimized server's scale-up switch.
+std::set<int> adjacent_switches(const Topology& t, int host) {
+  std::set<int> out;
+  for (int l : t.links_of(host)) out.insert(t.links[l].peer(host).node);
+  return out;
 }
 
 }  // namespace
@@ -102,15 +103,18 @@ std::string describe_placement(const LabModel& m, const ReplayStep& s) {
   for (size_t r = 0; r < shown; ++r)
     line += (r ? ", " : "") + std::to_string(r) + " " + t.nodes[(*hosts)[r]].name;
   if (shown < hosts->size()) line += ", ... (" + std::to_string(hosts->size()) + " ranks)";
-  // How many groups of each kind keep to one first-hop switch (a leaf, or a machine's
-  // scale-up switch), where their traffic need not cross the fabric above it.
+  // How many groups of each kind have a switch all their members hang off (a leaf, or a
+  // server's scale-up switch), where their traffic need not cross the fabric above it.
   std::map<std::string, std::pair<int, int>> local;  // kind -> (within one switch, all)
   for (const replay::Group& g : s.program->groups) {
     if (g.ranks.size() < 2) continue;
-    std::set<int> switches;
-    for (int r : g.ranks) switches.insert(first_hop(t, (*hosts)[r]));
+    std::set<int> common = adjacent_switches(t, (*hosts)[g.ranks[0]]);
+    for (int r : g.ranks) {
+      const std::set<int> mine = adjacent_switches(t, (*hosts)[r]);
+      std::erase_if(common, [&](int sw) { return !mine.count(sw); });
+    }
     auto& [within, all] = local[g.kind];
-    within += switches.size() == 1;
+    within += !common.empty();
     ++all;
   }
   for (const auto& [kind, n] : local)

@@ -423,13 +423,14 @@ TEST(SourceLoc, Str) {
 
 std::vector<fs::path> yaml_files_in(const fs::path& dir) {
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir)) {
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
     if (entry.path().extension() == ".yaml") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   return files;
 }
 
+// Subdirectories too: scenarios/replay/ reads its workload files at load.
 TEST(ShippedScenarios, AllLoad) {
   auto files = yaml_files_in(kSourceDir / "scenarios");
   EXPECT_GE(files.size(), 5u);

@@ -56,8 +56,9 @@ TEST(SimaiReader, SimaisMicroAllReduceIsTwoBlockingAllreducesOnTheTensorParallel
   EXPECT_EQ(ops[3].bytes, 67108864u);
   EXPECT_EQ(ops[3].source, 4);  // the file's line
   EXPECT_EQ(p->memory_bytes(3), 2u * 67108864u);
-  EXPECT_EQ(p->describe(),
-            "simai: 8 ranks (tp 8, dp 1), 2 layers, 10 operations per rank, 16 collectives in all");
+  EXPECT_EQ(
+      p->describe(),
+      "simai: 8 ranks (tp 8, dp 1), 2 layers, 10 operations per rank, 16 collective calls in all");
 }
 
 TEST(SimaiReader, GroupsFollowMegatronsLayoutAndTheWeightGradientOverlapsTheBackwardPass) {
