@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -321,7 +322,10 @@ void print_comparison(const std::vector<std::optional<ReplayFigures>>& runs) {
   }
   const ReplayFigures& base = *runs.front();
   auto ms = [](double ns) { return format_time_short(static_cast<uint64_t>(ns)); };
-  std::printf("compare (mean iteration time, real fabric):\n  %-40s %10s (model %s)\n",
+  int width = 40;  // the scenarios' names, in one column
+  for (const auto& r : runs)
+    if (r) width = std::max(width, static_cast<int>(r->scenario.size()));
+  std::printf("compare (mean iteration time, real fabric):\n  %-*s %10s (model %s)\n", width,
               base.scenario.c_str(), ms(base.measured).c_str(), ms(base.model).c_str());
   for (size_t i = 1; i < runs.size(); ++i) {
     if (!runs[i]) {
@@ -336,7 +340,7 @@ void print_comparison(const std::vector<std::optional<ReplayFigures>>& runs) {
     const char* verdict = std::abs(model_delta) < 0.5          ? "the model sees no difference"
                           : (delta >= 0) == (model_delta >= 0) ? "the same direction"
                                                                : "the opposite direction";
-    std::printf("  %-40s %10s (model %s): %+.1f%% against the first, model %+.1f%%: %s\n",
+    std::printf("  %-*s %10s (model %s): %+.1f%% against the first, model %+.1f%%: %s\n", width,
                 v.scenario.c_str(), ms(v.measured).c_str(), ms(v.model).c_str(), delta, model_delta,
                 verdict);
   }
@@ -411,6 +415,8 @@ void add_run_command(CLI::App& app, CommandLine& cl) {
   cmd->add_option("--format", a->up.replay_format, "--replay's format: simai or chakra")
       ->capture_default_str()
       ->check(CLI::IsMember({"simai", "chakra"}));
+  cmd->add_option("--comm-groups", a->up.replay_groups,
+                  "A Chakra --replay's process groups (ASTRA-sim's JSON, {\"1\": [0, 1], ...})");
   cmd->add_option("--compare", a->run.compare,
                   "Then the same run on this scenario (repeatable: several variants), and the "
                   "replay's iteration time against the first's")

@@ -36,6 +36,12 @@ std::optional<uint64_t> available_memory() {
   return std::nullopt;
 }
 
+// Bytes for people: "128 GiB", "312 MiB".
+std::string memory_size(uint64_t bytes) {
+  const double mib = static_cast<double>(bytes) / (1 << 20);
+  return mib >= 1024 ? printf_string("%.3g GiB", mib / 1024) : printf_string("%.3g MiB", mib);
+}
+
 // The step's input files copied into `dir` in the lab's shared directory, where every host
 // reads them (a scenario under /tmp is not visible from hosts with a private /tmp): SimAI's
 // text, or Chakra's file per rank and the groups file. The copies' paths: file (or prefix),
@@ -205,11 +211,11 @@ StepResult run_replay_step(const LabModel& m, const LabPaths& paths, size_t inde
     largest = std::max(largest, p.memory_bytes(rank));
   }
   if (auto have = available_memory(); have && need > *have) {
-    r.failure = "the replay needs " + format_size(need) + " of buffers (" +
-                std::to_string(p.world) + " ranks, up to " + format_size(largest) +
+    r.failure = "the replay needs " + memory_size(need) + " of buffers (" +
+                std::to_string(p.world) + " ranks, up to " + memory_size(largest) +
                 " each: every stream's largest collective, input and output) and this machine "
                 "has " +
-                format_size(*have) + " available; replay fewer ranks or smaller sizes";
+                memory_size(*have) + " available; replay fewer ranks or smaller sizes";
     return r;
   }
   const std::string run_id =

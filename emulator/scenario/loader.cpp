@@ -556,15 +556,19 @@ std::optional<std::string> extra_document(const std::string& text, const std::st
 }  // namespace
 }  // namespace detail
 
-Result<ReplayStep> load_replay_step(const std::string& path, const std::string& format) {
+Result<ReplayStep> load_replay_step(const std::string& path, const std::string& format,
+                                    const std::string& comm_groups) {
   if (format != "simai" && format != "chakra")
-    return make_error("--format: '" + format + "' is not a replay format; valid: simai, chakra",
-                      EINVAL);
-  auto program = detail::read_replay_program(path, format, "");
+    return make_error("--format: '" + format + "' is not a replay format; valid: simai, chakra");
+  if (!comm_groups.empty() && format != "chakra")
+    return make_error("--comm-groups is Chakra's groups file; a " + format +
+                      " workload lays out its own groups");
+  auto program = detail::read_replay_program(path, format, comm_groups);
   if (!program) return program.error();
   ReplayStep r;
   r.file = r.path = path;
   r.format = format;
+  r.comm_groups = comm_groups;
   r.program = std::make_shared<const replay::Program>(std::move(*program));
   return r;
 }

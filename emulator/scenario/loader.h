@@ -26,9 +26,11 @@ bool is_valid_node_name(std::string_view name);
 // Reads and validates the scenario at `path`. Errors start with "path:line:col: ".
 Result<Scenario> load_scenario_file(const std::string& path);
 
-// A workload file to replay as one step, as `replay: {file: PATH, format: FORMAT}` reads it
-// (`fabemu run --replay`); errors name the file, the line and the field.
-Result<ReplayStep> load_replay_step(const std::string& path, const std::string& format);
+// A workload file to replay as one step, as `replay: {file: PATH, format: FORMAT, comm_groups:
+// GROUPS}` reads it (`fabemu run --replay`, `predict --replay`); errors name the file, the line
+// and the field.
+Result<ReplayStep> load_replay_step(const std::string& path, const std::string& format,
+                                    const std::string& comm_groups = "");
 
 // Same for text already in memory; `file_label` stands for the file name in errors and in
 // Scenario::file.

@@ -108,9 +108,11 @@ struct UpRequest {
   bool netns_names = false;
   bool accept_degraded = false;
   std::string time_scale;  // "N" or "auto"; empty: the scenario's
-  // `run --replay FILE --format F`: the workload is this one replay step instead.
+  // `run --replay FILE --format F [--comm-groups G]`: the workload is this one replay step
+  // instead.
   std::string replay;
   std::string replay_format = "simai";
+  std::string replay_groups;
   // One machine's part of a lab across machines: every machine's name (the allocation's
   // order), the pool they agreed on, the directory they share.
   std::vector<std::string> cluster;
@@ -277,6 +279,18 @@ Result<PerfResult> perf(const std::string& lab, const PerfRequest& req, const La
 // the header (schema, command, lab, transport), the object fabemu-collective --predict reads as
 // it is (it skips keys that name no collective).
 Result<Json> predict(const std::string& lab, const std::string& transport, const LabPaths& base);
+
+// `predict LAB --replay FILE`: the model's iteration of a training step on a lab that is up (its
+// routes and current link shapes), the ranks placed as `run` places them (docs/replay.md).
+struct ReplayPrediction {
+  ReplayStep step;
+  std::vector<std::string> placement;  // each rank's host
+  std::string placement_line;          // "placement: 0 h1, ...; tp groups under one switch: .."
+  replay::IterationSummary model;
+  Json to_json(const std::string& lab, const std::string& transport) const;
+};
+Result<ReplayPrediction> predict_replay(const std::string& lab, const std::string& transport,
+                                        const ReplayStep& step, const LabPaths& base);
 
 // ---- graph ----------------------------------------------------------------------------------
 

@@ -100,7 +100,7 @@ Result<Prepared> prepare(const UpRequest& req, const LabPaths& base, Observer& o
   auto sc = load_scenario_string(*text, req.scenario);
   if (!sc) return with_failure(sc.error(), Failure::BadInput);
   if (!req.replay.empty()) {
-    auto step = load_replay_step(req.replay, req.replay_format);
+    auto step = load_replay_step(req.replay, req.replay_format, req.replay_groups);
     if (!step) return with_failure(step.error().context("--replay"), Failure::BadInput);
     sc->workload = {WorkloadStep{std::move(*step), std::nullopt, {req.replay, 0, 0}}};
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Each command's --json against its schema in docs/schema (docs/json.md), as root on a small lab:
-doctor, up, status (the list, the lab, one node), exec --all, predict, graph (of the lab and of
+doctor, up, status (the list, the lab, one node), exec --all, predict (and --replay), graph (of the lab and of
 its scenario file), perf (ucx_perftest), host crash/restart, link set/down/up, down (also of a
 lab that is not there), run (and its report.jsonl's records). Prints each command and its
 verdict; exits 1 on the first output that does not validate, 77 (ctest's skip) when not root.
@@ -107,6 +107,15 @@ def main():
             assert [h["output"] for h in ex["hosts"]] == ["0\n", "1\n", "2\n", "3\n"], ex
             pr = check("predict", ["predict", lab])
             assert pr["allreduce"]["seconds_per_byte"] > 0, pr
+            # A 4-rank SimAI step (TP2 x DP2) as the model sees it on this lab.
+            step = os.path.join(d, "step.txt")
+            with open(step, "w") as f:
+                f.write("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 "
+                        "vpp: 1 ga: 1 all_gpus: 4\n1\n"
+                        "mlp -1 1000 ALLREDUCE 1048576 1000 ALLREDUCE 1048576 1000 ALLREDUCE "
+                        "4194304 10\n")
+            rp = check("predict", ["predict", lab, "--replay", step])
+            assert rp["replay"]["iteration_s"] > 0 and len(rp["replay"]["placement"]) == 4, rp
             for target in (lab, path):
                 g = check("graph", ["graph", target])
                 assert len(g["nodes"]) == 8 and g["links"][0]["a_to_b"]["rate_bps"] == 10**9, g
