@@ -38,7 +38,9 @@ struct Op {
 // A communicator: its ranks in order (a Send/Recv pair's group lists the sender first).
 struct Group {
   std::vector<int> ranks;
-  std::string kind;  // "tp", "dp", "ep", "dp_ep", "pp", "world", "p2p", or Chakra's pg_name
+  // "tp", "dp", "ep", "dp_ep", "pp_fwd" / "pp_bwd" (a pair of stages, activations forward and
+  // gradients back), "world", "p2p", or Chakra's "pg ..."
+  std::string kind;
 };
 
 struct Program {

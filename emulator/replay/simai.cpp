@@ -137,8 +137,6 @@ Result<Header> parse_header(const Reader& r, const std::vector<std::string>& w) 
   if ((h.world / (h.tp * h.pp)) % h.ep != 0)
     return r.fail("ep", "the data-parallel degree " + std::to_string(h.world / (h.tp * h.pp)) +
                             " is not a multiple of ep " + std::to_string(h.ep));
-  if (h.pp > 1)
-    return r.fail("pp", "pipeline parallelism (pp > 1, pp_comm) is not replayed yet; pp: 1 is");
   return h;
 }
 
@@ -195,41 +193,70 @@ Result<Layer> parse_layer(const Reader& r, const std::vector<std::string>& w) {
   return l;
 }
 
-// Megatron's order of ranks: tensor-parallel fastest, then data-parallel (pp is 1 here). The
-// expert-parallel groups split each data-parallel group into runs of `ep` consecutive members;
-// dp_ep groups take one member of each run.
+// Megatron's order of ranks: tensor-parallel fastest, then data-parallel, then the pipeline
+// stage (rank = stage * tp * dp + d * tp + t). The expert-parallel groups split each
+// data-parallel group into runs of `ep` consecutive members; dp_ep groups take one member of
+// each run. A stage's neighbours are the ranks of the same t and d in the stages beside it.
 std::map<std::string, int> groups_of(Program& p, const Header& h, int rank) {
-  const int dp = h.world / h.tp;
-  const int t = rank % h.tp, d = rank / h.tp;
+  const int dp = h.world / (h.tp * h.pp), stride = h.tp * dp;
+  const int base = rank / stride * stride, t = rank % h.tp, d = rank % stride / h.tp;
   std::vector<int> tp, dpg, ep, dpep;
-  for (int i = 0; i < h.tp; ++i) tp.push_back(d * h.tp + i);
-  for (int j = 0; j < dp; ++j) dpg.push_back(j * h.tp + t);
+  for (int i = 0; i < h.tp; ++i) tp.push_back(base + d * h.tp + i);
+  for (int j = 0; j < dp; ++j) dpg.push_back(base + j * h.tp + t);
   const int run = d / h.ep;
-  for (int j = 0; j < h.ep; ++j) ep.push_back((run * h.ep + j) * h.tp + t);
-  for (int j = d % h.ep; j < dp; j += h.ep) dpep.push_back(j * h.tp + t);
-  return {{"tp", add_group(p, tp, "tp")},
-          {"dp", add_group(p, dpg, "dp")},
-          {"ep", add_group(p, ep, "ep")},
-          {"dp_ep", add_group(p, dpep, "dp_ep")}};
+  for (int j = 0; j < h.ep; ++j) ep.push_back(base + (run * h.ep + j) * h.tp + t);
+  for (int j = d % h.ep; j < dp; j += h.ep) dpep.push_back(base + j * h.tp + t);
+  std::map<std::string, int> g = {{"tp", add_group(p, tp, "tp")},
+                                  {"dp", add_group(p, dpg, "dp")},
+                                  {"ep", add_group(p, ep, "ep")},
+                                  {"dp_ep", add_group(p, dpep, "dp_ep")}};
+  // The pairs with the stages beside this one, one per direction (a pair lists its sender
+  // first): to the next stage and back from it, from the previous one and back to it.
+  if (h.pp > 1 && h.pp_comm) {
+    if (rank + stride < h.world) {
+      g["pp_next_out"] = add_group(p, {rank, rank + stride}, "pp_fwd");
+      g["pp_next_in"] = add_group(p, {rank + stride, rank}, "pp_bwd");
+    }
+    if (rank >= stride) {
+      g["pp_prev_in"] = add_group(p, {rank - stride, rank}, "pp_fwd");
+      g["pp_prev_out"] = add_group(p, {rank, rank - stride}, "pp_bwd");
+    }
+  }
+  return g;
 }
 
 // One rank's iteration: forward through the layers (each collective waited for before the next
 // layer's compute), then backward from the last layer: its input gradient and that collective
 // (waited for by the next layer down), its weight gradient and that collective (left running
 // beside the rest of the backward pass); each layer's update once its weight-gradient
-// collective is done.
-std::vector<Op> rank_ops(const std::vector<Layer>& layers, const std::map<std::string, int>& g) {
+// collective is done. With pipeline stages, a stage's forward pass starts once the previous
+// stage's activations (`pp_comm` bytes) have arrived and ends sending its own to the next; its
+// backward pass starts once the next stage's gradients have arrived and ends sending its own
+// back.
+std::vector<Op> rank_ops(const Program& prog, int rank, const std::vector<Layer>& layers,
+                         const std::map<std::string, int>& g, uint64_t pp_bytes) {
   std::vector<Op> ops;
   auto add = [&](Op op) {
     ops.push_back(std::move(op));
     return ops.size() - 1;
   };
+  // A transfer on the pair `key` names (the pair's other rank is the peer), after `deps`.
+  auto transfer = [&](const char* key, OpKind kind, Pass which, std::vector<size_t> deps) {
+    Op x{.kind = kind, .layer = "pipeline", .pass = which, .bytes = pp_bytes};
+    x.group = g.at(key);
+    const auto& pair = prog.groups[x.group].ranks;
+    x.peer = pair[0] == rank ? pair[1] : pair[0];
+    x.deps = std::move(deps);
+    x.source = layers.front().line;
+    return add(x);
+  };
   std::optional<size_t> blocking;  // the collective the next compute waits for
+  size_t last_compute = 0;
   auto pass = [&](const Layer& l, int p, Pass which) {
     Op c{.kind = OpKind::Compute, .layer = l.name, .pass = which, .compute_ns = l.compute[p]};
     c.source = l.line;
     if (blocking) c.deps.push_back(*blocking);
-    const size_t compute = add(c);
+    const size_t compute = last_compute = add(c);
     std::optional<size_t> comm;
     if (l.comm[p].collective) {
       Op k{.kind = OpKind::Collective, .layer = l.name, .pass = which};
@@ -242,16 +269,25 @@ std::vector<Op> rank_ops(const std::vector<Layer>& layers, const std::map<std::s
     }
     return comm;
   };
+  if (g.count("pp_prev_in")) blocking = transfer("pp_prev_in", OpKind::Recv, Pass::Forward, {});
   for (const Layer& l : layers)
     if (auto k = pass(l, 0, Pass::Forward)) blocking = k;
+  if (g.count("pp_next_out")) {
+    transfer("pp_next_out", OpKind::Send, Pass::Forward, {ops.size() - 1});
+    blocking = transfer("pp_next_in", OpKind::Recv, Pass::InputGradient, {});
+  }
   std::vector<std::optional<size_t>> weight_comm(layers.size());
+  std::optional<size_t> last_input_gradient;
   for (size_t i = layers.size(); i-- > 0;) {
     auto k = pass(layers[i], 1, Pass::InputGradient);
+    last_input_gradient = k ? *k : last_compute;
     auto saved = blocking;
     blocking.reset();
     weight_comm[i] = pass(layers[i], 2, Pass::WeightGradient);
     blocking = k ? k : saved;
   }
+  if (g.count("pp_prev_out"))
+    transfer("pp_prev_out", OpKind::Send, Pass::InputGradient, {*last_input_gradient});
   for (size_t i = layers.size(); i-- > 0;) {
     if (layers[i].update_ns == 0) continue;
     Op u{.kind = OpKind::Compute,
@@ -291,8 +327,8 @@ Result<Program> read_simai(std::string_view text, const std::string& origin) {
   auto count = r.number("layer count", lines[1][0], 100'000);
   if (!count) return count.error();
   if (*count == 0) return r.fail("layer count", "0 layers: nothing to replay");
-  // Every rank's operations are held: up to seven per layer.
-  if (static_cast<uint64_t>(h->world) * *count * 7 > kMaxOperations)
+  // Every rank's operations are held: up to seven per layer, four transfers between stages.
+  if (static_cast<uint64_t>(h->world) * (*count * 7 + 4) > kMaxOperations)
     return r.fail("layer count", std::to_string(*count) + " layers on " + std::to_string(h->world) +
                                      " ranks are more operations than " +
                                      std::to_string(kMaxOperations) + ", what a replay holds");
@@ -324,7 +360,7 @@ Result<Program> read_simai(std::string_view text, const std::string& origin) {
   p.dp = h->world / (h->tp * h->pp);
   p.layers = static_cast<int>(layers.size());
   for (int rank = 0; rank < p.world; ++rank)
-    p.ranks.push_back(rank_ops(layers, groups_of(p, *h, rank)));
+    p.ranks.push_back(rank_ops(p, rank, layers, groups_of(p, *h, rank), h->pp_comm));
   if (auto v = validate(p); !v) return v.error().context(origin);
   if (auto f = check_finishes(p); !f) return f.error().context(origin);
   return p;

@@ -98,6 +98,54 @@ TEST(SimaiReader, ExpertParallelGroupsSplitTheDataParallelOnes) {
   EXPECT_EQ(p->groups[p->ranks[3][1].group].kind, "ep");
 }
 
+// Two stages of TP2 x DP2: rank = stage * 4 + d * 2 + t. A stage's groups stay within it; the
+// second stage waits for the first's activations, and the first's backward for the second's
+// gradients.
+TEST(SimaiReader, PipelineStagesSendActivationsForwardAndGradientsBack) {
+  const std::string text =
+      header("model_parallel_NPU_group: 2 ep: 1 pp: 2 vpp: 1 ga: 1 all_gpus: 8") +
+      "pp_comm 1048576\n1\nmlp -1 100 ALLREDUCE 4096 100 ALLREDUCE 4096 100 ALLREDUCE 8192 1\n";
+  // pp_comm after the header's line is not SimAI's: it is a key of the header line.
+  EXPECT_FALSE(read_simai(text, "pp.txt"));
+  const std::string one_line =
+      header("model_parallel_NPU_group: 2 ep: 1 pp: 2 vpp: 1 ga: 1 all_gpus: 8 pp_comm 1048576") +
+      "1\nmlp -1 100 ALLREDUCE 4096 100 ALLREDUCE 4096 100 ALLREDUCE 8192 1\n";
+  auto p = read_simai(one_line, "pp.txt");
+  ASSERT_TRUE(p) << p.error().what();
+  EXPECT_EQ(p->dp, 2);
+  EXPECT_EQ(ranks_of(*p, "tp", 5), (std::vector<int>{4, 5}));
+  EXPECT_EQ(ranks_of(*p, "dp", 5), (std::vector<int>{5, 7}));
+  // Rank 5 (stage 2): first a receive from rank 1, last a send back to it.
+  const auto& r5 = p->ranks[5];
+  EXPECT_EQ(r5.front().kind, OpKind::Recv);
+  EXPECT_EQ(r5.front().peer, 1);
+  EXPECT_EQ(r5.front().bytes, 1048576u);
+  EXPECT_EQ(r5[1].deps, std::vector<size_t>{0});  // the first compute waits for it
+  const auto send_back =
+      std::find_if(r5.begin(), r5.end(), [](const Op& op) { return op.kind == OpKind::Send; });
+  ASSERT_NE(send_back, r5.end());
+  EXPECT_EQ(send_back->peer, 1);
+  EXPECT_EQ(p->groups[send_back->group].ranks, (std::vector<int>{5, 1}));
+  EXPECT_EQ(p->groups[send_back->group].kind, "pp_bwd");
+  // Rank 1 (stage 1): sends forward after its forward pass, and its backward waits for rank 5.
+  const auto& r1 = p->ranks[1];
+  size_t send = 0, recv = 0;
+  for (size_t i = 0; i < r1.size(); ++i) {
+    if (r1[i].kind == OpKind::Send) send = i;
+    if (r1[i].kind == OpKind::Recv) recv = i;
+  }
+  ASSERT_TRUE(send && recv);
+  EXPECT_LT(send, recv);
+  EXPECT_EQ(r1[send].pass, Pass::Forward);
+  EXPECT_EQ(r1[recv + 1].pass, Pass::InputGradient);
+  EXPECT_EQ(r1[recv + 1].deps, std::vector<size_t>{recv});
+  // The stages run one after the other: stage 2's forward after stage 1's.
+  auto t =
+      simulate(*p, [](int, const Op& op) { return double(op.compute_ns ? op.compute_ns : 1000); });
+  ASSERT_TRUE(t) << t.error().what();
+  EXPECT_GT((*t)[5][1].start_ns, (*t)[1][1].end_ns);
+}
+
 struct BadSimai {
   std::string text;
   std::string error;
@@ -121,8 +169,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadSimai{header("model_parallel_NPU_group: 2 ep: 1"), "all_gpus: missing or 0"},
         BadSimai{header("model_parallel_NPU_group: 3 all_gpus: 4"),
                  "bad.txt:1: all_gpus: 4 ranks do not split"},
-        BadSimai{header("model_parallel_NPU_group: 2 pp: 2 all_gpus: 4"),
-                 "bad.txt:1: pp: pipeline"},
+        BadSimai{header("model_parallel_NPU_group: 2 pp: 3 all_gpus: 4"),
+                 "bad.txt:1: all_gpus: 4 ranks do not split into tensor-parallel groups of 2 "
+                 "times 3 pipeline stages"},
         BadSimai{header("model_parallel_NPU_group: 2 colour: 4 all_gpus: 4"),
                  "bad.txt:1: colour: unknown header key"},
         BadSimai{kGood, "bad.txt:2: layer count: missing"},
