@@ -313,6 +313,22 @@ std::optional<ReplayFigures> replay_figures(const session::RunOutcome& out,
   return std::nullopt;
 }
 
+// One run as `run` shows it: the observer's lines while the lab is built and the workload
+// runs (^C and SIGTERM caught meanwhile), then the summary; its exit status beside it.
+struct RenderedRun {
+  session::RunOutcome outcome;
+  int code = kExitOk;
+};
+Result<RenderedRun> run_rendered(const UpArgs& a, const RunArgs& r, const LabPaths& base) {
+  RunObserver observer(a);
+  observer.guard.emplace();
+  auto out =
+      session::run({a, r.report_dir, r.keep}, base, observer, &session::InterruptGuard::signal());
+  if (!out) return out.error();
+  const int code = render_run_end(*out, a);
+  return RenderedRun{std::move(*out), code};
+}
+
 // --compare: each variant's iteration time against the first scenario's, and whether the
 // model moved the same way.
 void print_comparison(const std::vector<std::optional<ReplayFigures>>& runs) {
@@ -360,14 +376,10 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
       RunArgs r = run;
       r.compare.clear();
       r.report_dir.clear();  // each run its own
-      RunObserver observer(a);
-      observer.guard.emplace();
-      auto out = session::run({a, r.report_dir, r.keep}, base, observer,
-                              &session::InterruptGuard::signal());
+      auto out = run_rendered(a, r, base);
       if (!out) return report_error(out.error());
-      const int code = render_run_end(*out, a);
-      worst = std::max(worst, code);
-      runs.push_back(replay_figures(*out, scenario));
+      worst = std::max(worst, out->code);
+      runs.push_back(replay_figures(out->outcome, scenario));
       // ^C or SIGTERM ends the comparison, not just the run it came in.
       if (const int sig = session::InterruptGuard::signal().load())
         return session::interrupted_exit_code(sig);
@@ -377,17 +389,13 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
   }
   std::optional<StdoutToStderr> text_to_stderr;
   if (run.json) text_to_stderr.emplace();
-  RunObserver observer(args);
-  observer.guard.emplace();
-  auto out = session::run({args, run.report_dir, run.keep}, base, observer,
-                          &session::InterruptGuard::signal());
+  auto out = run_rendered(args, run, base);
   if (!out) return report_error(out.error());
-  const int code = render_run_end(*out, args);
   if (text_to_stderr) {
     text_to_stderr->restore();
-    print_json(out->to_json());
+    print_json(out->outcome.to_json());
   }
-  return code;
+  return out->code;
 }
 
 void add_run_command(CLI::App& app, CommandLine& cl) {

@@ -78,27 +78,22 @@ class Completion {
   bool failed_ = false;
 };
 
-}  // namespace
-
-Result<replay::RankRecord> run_replay(const Program& p, int rank, Communicator& world,
-                                      const GroupConnector& connect, const ReplayConfig& config) {
-  const auto& ops = p.ranks.at(rank);
-  // This rank's communicators, in group order (every rank connects its groups in the same
-  // order, so nobody waits for a group whose members are all waiting for another).
-  std::map<int, std::unique_ptr<Communicator>> comms;
-  for (const Op& op : ops)
-    if (op.kind != OpKind::Compute && p.groups[op.group].ranks.size() > 1) comms[op.group];
-  for (auto& [g, comm] : comms) {
-    auto c = connect(g);
-    if (!c) return c.error().context("connecting group " + p.groups[g].kind);
-    comm = std::move(*c);
-  }
-  // Streams, their buffers (the largest input and output among their operations) and each
-  // operation prepared once on them; the same collective and size share one.
+// This rank's streams, their buffers (the largest input and output among their operations) and
+// each operation prepared once on them; the same collective and size share one.
+struct RankStreams {
   std::map<int, Stream> streams;
-  for (size_t i = 0; i < ops.size(); ++i) streams[Program::stream_of(ops[i])].ops.push_back(i);
-  std::vector<Prepared*> prepared(ops.size(), nullptr);
   std::map<std::tuple<int, Collective, uint64_t>, Prepared> shared;
+  std::vector<Prepared*> prepared;  // per operation; none for compute
+};
+
+Result<void> prepare_streams(const Program& p, const std::vector<Op>& ops,
+                             const std::map<int, std::unique_ptr<Communicator>>& comms,
+                             RankStreams& rs) {
+  auto& streams = rs.streams;
+  auto& shared = rs.shared;
+  auto& prepared = rs.prepared;
+  for (size_t i = 0; i < ops.size(); ++i) streams[Program::stream_of(ops[i])].ops.push_back(i);
+  prepared.assign(ops.size(), nullptr);
   for (auto& [id, s] : streams) {
     if (id == 0) continue;
     uint64_t in = 0, out = 0;
@@ -130,6 +125,28 @@ Result<replay::RankRecord> run_replay(const Program& p, int rank, Communicator& 
       pr->op = std::move(*op);
     }
   }
+  return ok();
+}
+
+}  // namespace
+
+Result<replay::RankRecord> run_replay(const Program& p, int rank, Communicator& world,
+                                      const GroupConnector& connect, const ReplayConfig& config) {
+  const auto& ops = p.ranks.at(rank);
+  // This rank's communicators, in group order (every rank connects its groups in the same
+  // order, so nobody waits for a group whose members are all waiting for another).
+  std::map<int, std::unique_ptr<Communicator>> comms;
+  for (const Op& op : ops)
+    if (op.kind != OpKind::Compute && p.groups[op.group].ranks.size() > 1) comms[op.group];
+  for (auto& [g, comm] : comms) {
+    auto c = connect(g);
+    if (!c) return c.error().context("connecting group " + p.groups[g].kind);
+    comm = std::move(*c);
+  }
+  RankStreams rs;
+  FABEMU_TRY(prepare_streams(p, ops, comms, rs));
+  const auto& streams = rs.streams;
+  const auto& prepared = rs.prepared;
 
   // Each operation's place in its group (a pair's sender is 0, the broadcast's root) and its
   // instance there: what the data pattern of the check is made of, the same on every member.

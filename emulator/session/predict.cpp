@@ -1,18 +1,27 @@
-// `predict LAB`: the link model's prediction for each collective, from the live link shapes.
+// `predict LAB`: the link model's prediction for each collective, from the live link shapes;
+// `predict LAB --replay FILE`: its iteration of a training step.
 #include "runtime/replay_step.h"
 #include "runtime/workload.h"
 #include "session/session.h"
 
 namespace fabemu::session {
+namespace {
 
-Result<Json> predict(const std::string& lab, const std::string& transport, const LabPaths& base) {
+// The running lab's model, for a transport the model knows.
+Result<LabModel> open_for_predict(const std::string& transport, const LabPaths& paths) {
   if (transport != "tcp" && transport != "ibverbs")
     return with_failure(
         make_error("predict: --transport is tcp or ibverbs (got '" + transport + "')"),
         Failure::BadInput);
+  return open_lab(paths);
+}
+
+}  // namespace
+
+Result<Json> predict(const std::string& lab, const std::string& transport, const LabPaths& base) {
   LabPaths paths = base;
   paths.lab = lab;
-  auto model = open_lab(paths);
+  auto model = open_for_predict(transport, paths);
   if (!model) return model.error();
   Json out = {
       {"schema", kSchemaVersion}, {"command", "predict"}, {"lab", lab}, {"transport", transport}};
@@ -22,13 +31,9 @@ Result<Json> predict(const std::string& lab, const std::string& transport, const
 
 Result<ReplayPrediction> predict_replay(const std::string& lab, const std::string& transport,
                                         const ReplayStep& step, const LabPaths& base) {
-  if (transport != "tcp" && transport != "ibverbs")
-    return with_failure(
-        make_error("predict: --transport is tcp or ibverbs (got '" + transport + "')"),
-        Failure::BadInput);
   LabPaths paths = base;
   paths.lab = lab;
-  auto model = open_lab(paths);
+  auto model = open_for_predict(transport, paths);
   if (!model) return model.error();
   auto hosts = replay_hosts(*model, step);
   if (!hosts) return with_failure(hosts.error(), Failure::BadInput);
