@@ -59,6 +59,12 @@ class Step:
     # Where switches balance in eBPF: the flows' order at their last hop, path changes and the
     # hosts' TCP counters over this step (report.jsonl's order record; docs/json.md).
     order: Optional[Dict[str, Any]] = field(default=None, repr=False)
+    # A replay step (docs/replay.md): its `replay` record (format, placement, checked, wrong,
+    # model_iteration_s), one `replay_iteration` record per timed iteration (time_s, model_s,
+    # ratio, passes, collectives) and each rank's `replay_timeline` (its operations' spans).
+    replay: Optional[Dict[str, Any]] = field(default=None, repr=False)
+    replay_iterations: List[Dict[str, Any]] = field(default_factory=list, repr=False)
+    replay_timeline: List[Dict[str, Any]] = field(default_factory=list, repr=False)
 
     def busbw_gbps(self, size: Optional[int] = None) -> float:
         """The busbw at `size` (the largest size when None), GB/s."""
@@ -150,6 +156,12 @@ def read_report(directory: Union[str, Path], exit_code: int = 0, output: str = "
                 samples.append(j)
             elif kind == "order":
                 steps[j["step"]].order = j
+            elif kind == "replay":
+                steps[j["step"]].replay = j
+            elif kind == "replay_iteration":
+                steps[j["step"]].replay_iterations.append(j)
+            elif kind == "replay_timeline":
+                steps[j["step"]].replay_timeline.append(j)
             elif kind == "ecmp_group" and "step" in j:
                 steps[j["step"]].ecmp_groups.append(j)
             elif kind == "ecmp_group":
@@ -161,14 +173,22 @@ def read_report(directory: Union[str, Path], exit_code: int = 0, output: str = "
 def run(scenario: Union[str, Path], lab: Optional[str] = None, *,
         report_dir: Union[None, str, Path] = None, time_scale: Union[None, float, str] = None,
         accept_degraded: bool = False, keep: bool = False, timeout: Optional[float] = None,
-        check: bool = True, env: Optional[Mapping[str, str]] = None) -> Report:
+        check: bool = True, env: Optional[Mapping[str, str]] = None,
+        replay: Union[None, str, Path] = None, replay_format: str = "simai",
+        comm_groups: Union[None, str, Path] = None) -> Report:
     """`fabemu run SCENARIO`: builds the lab, checks it, runs the workload while the faults
     play, reports, tears down. Returns the report; with `check`, a run that failed (a step, an
     expectation) raises FabemuError carrying it as `.report`. A run that produced no report
-    (bad scenario, exit 2; this machine cannot, exit 5) always raises."""
+    (bad scenario, exit 2; this machine cannot, exit 5) always raises. `replay`: a training
+    step (SimAI's workload text, or a Chakra trace's prefix with `replay_format="chakra"` and
+    its `comm_groups`) as the workload instead of the scenario's (docs/replay.md)."""
     out_dir = Path(report_dir) if report_dir else Path(tempfile.mkdtemp(prefix="fabemu-report-"))
     args = build_args("run", scenario, lab, time_scale, accept_degraded)
     args += ["--report", str(out_dir)]
+    if replay is not None:
+        args += ["--replay", str(replay), "--format", replay_format]
+        if comm_groups is not None:
+            args += ["--comm-groups", str(comm_groups)]
     if keep:
         args.append("--keep")
     r = call(args, timeout=timeout, check=False, env=env)

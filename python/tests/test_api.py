@@ -96,6 +96,14 @@ def fake(tmp_path, monkeypatch):
                "reordered": 9}}], "moves": 80, "down_skips": 0, "no_member": 0,
                "tcp": {{"out_segs": 100, "retrans_segs": 2, "reorder_seen": 1, "dsacks": 1}}}},
               {{"type": "expect", "what": "completes", "ok": "fail" not in args[1]}}]
+            if "--replay" in args:
+                lines[1:] = [
+                  {{"type": "step", "index": 0, "title": "workload[0] replay m.txt", "ok": True}},
+                  {{"type": "replay", "step": 0, "format": "simai", "checked": 64, "wrong": 0,
+                   "model_iteration_s": 0.01}},
+                  {{"type": "replay_iteration", "step": 0, "iteration": 1, "time_s": 0.011,
+                   "model_s": 0.01, "ratio": 1.1}},
+                  {{"type": "replay_timeline", "step": 0, "rank": 0, "host": "h1", "ops": []}}]
             open(out + "/report.jsonl", "w").write("".join(json.dumps(l) + "\\n" for l in lines))
             sys.exit(1 if "fail" in args[1] else 0)
         sys.exit(0)
@@ -196,6 +204,16 @@ def test_run_reads_the_report(fake, tmp_path):
         fabemu.run("fail.yaml", report_dir=tmp_path)
     assert e.value.exit_code == 1 and not e.value.report.expectations[0].ok
     assert not fabemu.run("fail.yaml", report_dir=tmp_path, check=False).ok
+
+
+def test_run_replays_a_training_step(fake, tmp_path):
+    r = fabemu.run("ok.yaml", report_dir=tmp_path, replay="step", replay_format="chakra",
+                   comm_groups="g.json")
+    assert fake()[-1][2:8] == ["--report", str(tmp_path), "--replay", "step", "--format",
+                               "chakra"] and fake()[-1][8:] == ["--comm-groups", "g.json"]
+    s = r.step("replay")
+    assert s.replay["checked"] == 64 and s.replay_iterations[0]["ratio"] == 1.1
+    assert s.replay_timeline[0]["host"] == "h1"
 
 
 def test_lab_names_fit_fabemus_rules():
