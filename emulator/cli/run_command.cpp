@@ -62,8 +62,6 @@ void print_order(const StepOrder& o) {
         static_cast<unsigned long long>(o.tcp.dsacks));
 }
 
-}  // namespace
-
 // A replay's iterations against the model, the last one's passes and collectives.
 void print_replay(const ReplayResult& r) {
   auto ms = [](double ns) { return format_time_short(static_cast<uint64_t>(std::max(0.0, ns))); };
@@ -96,6 +94,8 @@ void print_replay(const ReplayResult& r) {
   std::printf("  checked: %llu elements of every collective in the warm-up iteration, %llu wrong\n",
               static_cast<unsigned long long>(r.checked), static_cast<unsigned long long>(r.wrong));
 }
+
+}  // namespace
 
 void print_step(const LabModel& m, const StepReport& s) {
   if (s.replay) print_replay(*s.replay);
