@@ -45,12 +45,8 @@ void print_replay(const session::ReplayPrediction& p) {
   auto t = [](double ns) { return format_time_short(static_cast<uint64_t>(ns + 0.5)); };
   std::printf("replay %s (%s), as the model predicts it:\n  %s\n", p.step.file.c_str(),
               p.step.program->describe().c_str(), p.placement_line.c_str());
-  std::string passes;
-  for (const auto& [pass, ns] : m.pass_ns)
-    passes += (passes.empty() ? "" : ", ") + pass + " " + t(ns);
-  std::printf("  iteration time: %s; slowest rank %d: %s; compute %s, communication exposed %s\n",
-              t(m.iteration_ns).c_str(), m.slowest_rank, passes.c_str(), t(m.compute_ns).c_str(),
-              t(m.exposed_comm_ns).c_str());
+  std::printf("  iteration time: %s; %s\n", t(m.iteration_ns).c_str(),
+              replay::describe_iteration(m).c_str());
   std::printf("    %-44s %5s %12s %12s\n", "COLLECTIVE", "COUNT", "TIME", "BUSBW");
   for (const replay::CollectiveFigure& c : m.collectives)
     std::printf("    %-44s %5d %12s %12s\n", c.what.c_str(), c.count, t(c.time_ns).c_str(),

@@ -75,12 +75,7 @@ void print_replay(const ReplayResult& r) {
   if (!r.model_error.empty()) std::printf("  model: %s\n", r.model_error.c_str());
   if (r.iterations.empty()) return;
   const replay::IterationSummary& last = r.iterations.back();
-  std::string passes;
-  for (const auto& [pass, ns] : last.pass_ns)
-    passes += (passes.empty() ? "" : ", ") + pass + " " + ms(ns);
-  std::printf("  last iteration, slowest rank %d: %s; compute %s, communication exposed %s\n",
-              last.slowest_rank, passes.c_str(), ms(last.compute_ns).c_str(),
-              ms(last.exposed_comm_ns).c_str());
+  std::printf("  last iteration, %s\n", replay::describe_iteration(last).c_str());
   std::printf("    %-44s %5s %12s %12s %12s\n", "COLLECTIVE", "COUNT", "TIME", "BUSBW", "MODEL");
   for (size_t i = 0; i < last.collectives.size(); ++i) {
     const replay::CollectiveFigure& c = last.collectives[i];

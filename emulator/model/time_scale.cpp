@@ -104,8 +104,8 @@ std::optional<double> lab_demand(const LabModel& m) {
   const double frame_bits = 8.0 * (m.scenario.fabric.mtu + 38);  // + Ethernet header, FCS, gap
   double demand = 0;
   for (int h : hosts) {
-    const Link& nic = t.links[t.links_of(h).front()];
-    const LinkShape& out = nic.a.node == h ? nic.a_to_b : nic.b_to_a;
+    const auto& links = t.links_of(h);
+    const LinkShape& out = t.links[links.front()].out_of(h);
     if (!out.rate_bps || !*out.rate_bps) return std::nullopt;
     double sum = 0;
     for (const auto& [edge, n] : per_edge)
@@ -113,10 +113,8 @@ std::optional<double> lab_demand(const LabModel& m) {
     demand += double(*out.rate_bps) / frame_bits * sum / double(hosts.size() - 1);
     // Its other links (a rail-optimized server's scale-up switch) at their rate too, each frame
     // two hops: to the switch and on to a GPU of the same server.
-    for (int l : t.links_of(h)) {
-      if (l == t.links_of(h).front()) continue;
-      const Link& other = t.links[l];
-      const LinkShape& up = other.a.node == h ? other.a_to_b : other.b_to_a;
+    for (size_t k = 1; k < links.size(); ++k) {
+      const LinkShape& up = t.links[links[k]].out_of(h);
       if (up.rate_bps && *up.rate_bps) demand += double(*up.rate_bps) / frame_bits * 2;
     }
   }
@@ -129,8 +127,7 @@ double latency_time_scale(const LabModel& m, const Capacity& c) {
   if (hosts.empty() || c.step_overhead_s <= 0) return 1;
   uint64_t rate = 0;  // the slowest host NIC's
   for (int h : hosts) {
-    const Link& nic = t.links[t.links_of(h).front()];
-    const LinkShape& out = nic.a.node == h ? nic.a_to_b : nic.b_to_a;
+    const LinkShape& out = t.links[t.links_of(h).front()].out_of(h);
     if (!out.rate_bps || !*out.rate_bps) return 1;
     rate = rate ? std::min(rate, *out.rate_bps) : *out.rate_bps;
   }

@@ -32,6 +32,8 @@ struct Link {
 
   const LinkEnd& end(int node) const { return a.node == node ? a : b; }
   const LinkEnd& peer(int node) const { return a.node == node ? b : a; }
+  // The direction that leaves `node`.
+  const LinkShape& out_of(int node) const { return a.node == node ? a_to_b : b_to_a; }
 };
 
 class Topology {

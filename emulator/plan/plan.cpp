@@ -75,8 +75,7 @@ bool any_shape(const Topology& t) {
 std::optional<uint64_t> tsq_bytes_for(const Topology& t, int node) {
   double need = 0;
   for (int l : t.links_of(node)) {
-    const Link& link = t.links[l];
-    const LinkShape& out = link.a.node == node ? link.a_to_b : link.b_to_a;
+    const LinkShape& out = t.links[l].out_of(node);
     const double hold_s = 1e-9 * double(out.delay_ns.value_or(0) + 2 * out.jitter_ns.value_or(0));
     const double bps = out.rate_bps && *out.rate_bps ? double(*out.rate_bps) : 100e9;
     need = std::max(need, 2 * bps / 8 * hold_s);

@@ -118,15 +118,12 @@ void name_kinds(std::map<std::string, Group>& groups) {
     f->push_back(name);
   }
   for (const auto& family : families) {
-    std::string kind = family.size() == 1 ? "pg " + family[0] : "pg {";
-    for (size_t i = 0; family.size() > 1 && i < family.size(); ++i) {
-      if (i == 4) {
-        kind += ",...";
-        break;
-      }
-      kind += (i ? "," : "") + family[i];
+    std::string kind = "pg " + family[0];
+    if (family.size() > 1) {  // "pg {3,4,5,6}", the first four named
+      kind = "pg {" + family[0];
+      for (size_t i = 1; i < std::min<size_t>(family.size(), 4); ++i) kind += "," + family[i];
+      kind += family.size() > 4 ? ",...}" : "}";
     }
-    if (family.size() > 1) kind += "}";
     for (const std::string& name : family) groups[name].kind = kind;
   }
 }

@@ -111,6 +111,25 @@ Result<void> check_finishes(const Program& p) {
   return ok();
 }
 
+namespace {
+std::string time_of(double ns) {
+  return format_time_short(static_cast<uint64_t>(std::max(0.0, ns) + 0.5));
+}
+}  // namespace
+
+std::string describe_passes(const IterationSummary& s) {
+  std::string out;
+  for (const auto& [pass, ns] : s.pass_ns)
+    out += (out.empty() ? "" : ", ") + pass + " " + time_of(ns);
+  return out;
+}
+
+std::string describe_iteration(const IterationSummary& s) {
+  return "slowest rank " + std::to_string(s.slowest_rank) + ": " + describe_passes(s) +
+         "; compute " + time_of(s.compute_ns) + ", communication exposed " +
+         time_of(s.exposed_comm_ns);
+}
+
 IterationSummary summarize(const Program& p, const Timeline& t) {
   IterationSummary s;
   std::vector<double> last(p.world, 0);

@@ -58,6 +58,12 @@ struct IterationSummary {
 
 IterationSummary summarize(const Program& p, const Timeline& t);
 
+// For people: the passes' spans ("forward 7.34ms, input_gradient 10.8ms, ..."), and with them
+// the slowest rank and its compute and exposed communication ("slowest rank 4: forward ...;
+// compute 17.1ms, communication exposed 2.05ms").
+std::string describe_passes(const IterationSummary& s);
+std::string describe_iteration(const IterationSummary& s);
+
 // What one rank measured (fabemu-collective --replay writes it, the lab reads every rank's).
 struct RankRecord {
   int rank = 0;

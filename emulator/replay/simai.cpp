@@ -251,12 +251,11 @@ std::vector<Op> rank_ops(const Program& prog, int rank, const std::vector<Layer>
     return add(x);
   };
   std::optional<size_t> blocking;  // the collective the next compute waits for
-  size_t last_compute = 0;
   auto pass = [&](const Layer& l, int p, Pass which) {
     Op c{.kind = OpKind::Compute, .layer = l.name, .pass = which, .compute_ns = l.compute[p]};
     c.source = l.line;
     if (blocking) c.deps.push_back(*blocking);
-    const size_t compute = last_compute = add(c);
+    const size_t compute = add(c);
     std::optional<size_t> comm;
     if (l.comm[p].collective) {
       Op k{.kind = OpKind::Collective, .layer = l.name, .pass = which};
@@ -277,17 +276,17 @@ std::vector<Op> rank_ops(const Program& prog, int rank, const std::vector<Layer>
     blocking = transfer("pp_next_in", OpKind::Recv, Pass::InputGradient, {});
   }
   std::vector<std::optional<size_t>> weight_comm(layers.size());
-  std::optional<size_t> last_input_gradient;
+  size_t last_input_gradient = 0;  // its collective, or its compute where it has none
   for (size_t i = layers.size(); i-- > 0;) {
     auto k = pass(layers[i], 1, Pass::InputGradient);
-    last_input_gradient = k ? *k : last_compute;
+    last_input_gradient = ops.size() - 1;
     auto saved = blocking;
     blocking.reset();
     weight_comm[i] = pass(layers[i], 2, Pass::WeightGradient);
     blocking = k ? k : saved;
   }
   if (g.count("pp_prev_out"))
-    transfer("pp_prev_out", OpKind::Send, Pass::InputGradient, {*last_input_gradient});
+    transfer("pp_prev_out", OpKind::Send, Pass::InputGradient, {last_input_gradient});
   for (size_t i = layers.size(); i-- > 0;) {
     if (layers[i].update_ns == 0) continue;
     Op u{.kind = OpKind::Compute,

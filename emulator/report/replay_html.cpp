@@ -37,16 +37,14 @@ std::string iteration_table(const ReplayResult& r) {
   const double model = r.model ? r.model->iteration_ns : 0;
   for (size_t k = 0; k < r.iterations.size(); ++k) {
     const replay::IterationSummary& it = r.iterations[k];
-    std::string passes;
-    for (const auto& [pass, t] : it.pass_ns)
-      passes += (passes.empty() ? "" : ", ") + pass + " " + ns(t);
     const std::string host = static_cast<size_t>(it.slowest_rank) < r.placement.size()
                                  ? " (" + r.placement[it.slowest_rank] + ")"
                                  : "";
     h += "<tr>" + cell(std::to_string(k + 1)) + cell(ns(it.iteration_ns)) +
          cell(model > 0 ? ns(model) : "-") + cell(ratio(it.iteration_ns, model)) +
          cell(std::to_string(it.slowest_rank) + host) + cell(ns(it.compute_ns)) +
-         cell(ns(it.exposed_comm_ns)) + "<td>" + xml_escape(passes) + "</td></tr>\n";
+         cell(ns(it.exposed_comm_ns)) + "<td>" + xml_escape(replay::describe_passes(it)) +
+         "</td></tr>\n";
   }
   return h + "</table>\n";
 }

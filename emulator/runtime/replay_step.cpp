@@ -48,24 +48,17 @@ std::string memory_size(uint64_t bytes) {
 // groups file.
 Result<std::pair<std::string, std::string>> stage_inputs(const ReplayStep& s, int world,
                                                          const std::string& dir) {
-  namespace fs = std::filesystem;
   FABEMU_TRY(make_dirs(dir));
-  auto copy = [](const std::string& from, const std::string& to) -> Result<void> {
-    std::error_code ec;
-    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-    if (ec) return make_error("copying " + from + " to " + to + ": " + ec.message(), ec.value());
-    return ok();
-  };
-  const std::string name = fs::path(s.path).filename().string();
+  const std::string name = std::filesystem::path(s.path).filename().string();
   std::pair<std::string, std::string> staged{dir + "/" + name, ""};
   if (s.format == "chakra")
     for (int r = 0; r < world; ++r)
-      FABEMU_TRY(copy(replay::chakra_file(s.path, r), replay::chakra_file(staged.first, r)));
+      FABEMU_TRY(copy_file(replay::chakra_file(s.path, r), replay::chakra_file(staged.first, r)));
   else
-    FABEMU_TRY(copy(s.path, staged.first));
+    FABEMU_TRY(copy_file(s.path, staged.first));
   if (!s.comm_groups.empty()) {
     staged.second = dir + "/comm-groups.json";
-    FABEMU_TRY(copy(s.comm_groups, staged.second));
+    FABEMU_TRY(copy_file(s.comm_groups, staged.second));
   }
   return staged;
 }

@@ -84,10 +84,7 @@ Result<void> stage_binaries(WorkloadOptions& o, const LabPaths& paths) {
   std::error_code ec;
   for (std::string* path : {&o.fabemu, &o.collective}) {
     const fs::path to = bin / fs::path(*path).filename();
-    fs::copy_file(*path, to, fs::copy_options::overwrite_existing, ec);
-    if (ec)
-      return make_error("copying " + *path + " to " + to.string() + ": " + ec.message(),
-                        ec.value());
+    FABEMU_TRY(copy_file(*path, to.string()));
     fs::permissions(to, fs::perms(0755), ec);
     *path = to.string();
   }

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "util/unique_fd.h"
 
 namespace fabemu {
@@ -50,6 +52,13 @@ Result<void> make_dirs(const std::string& path, mode_t mode) {
   FABEMU_TRY(make_dirs(path.substr(0, slash), mode));
   if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST)
     return errno_error("creating directory " + path);
+  return ok();
+}
+
+Result<void> copy_file(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) return make_error("copying " + from + " to " + to + ": " + ec.message(), ec.value());
   return ok();
 }
 

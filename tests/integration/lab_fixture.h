@@ -165,25 +165,36 @@ class LabGuard {
   std::string name_;
 };
 
-// A scenario file in a directory of its own that goes away with the object.
-class TempScenario {
+// A directory of its own under /tmp (/tmp/PREFIX-XXXXXX) that goes away with the object.
+class TempDir {
  public:
-  explicit TempScenario(const std::string& text) {
-    char tmpl[] = "/tmp/fabemu-itest-XXXXXX";
-    if (::mkdtemp(tmpl)) dir_ = tmpl;
-    path_ = dir_ + "/scenario.yaml";
-    std::ofstream(path_) << text;
+  explicit TempDir(const std::string& prefix) {
+    std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
+    if (::mkdtemp(tmpl.data())) path_ = tmpl;
   }
-  TempScenario(const TempScenario&) = delete;
-  TempScenario& operator=(const TempScenario&) = delete;
-  ~TempScenario() {
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
     std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
   }
   const std::string& path() const { return path_; }
 
  private:
-  std::string dir_, path_;
+  std::string path_;
+};
+
+// A scenario file in a directory of its own that goes away with the object.
+class TempScenario {
+ public:
+  explicit TempScenario(const std::string& text) : path_(dir_.path() + "/scenario.yaml") {
+    std::ofstream(path_) << text;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  TempDir dir_{"fabemu-itest"};
+  std::string path_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -23,22 +23,13 @@ std::string leaf_spine(const std::string& spine_rate, const std::string& extra =
 
 class ReplayTest : public LabTest {
  protected:
-  void SetUp() override {
-    LabTest::SetUp();
-    if (IsSkipped()) return;
-    char tmpl[] = "/tmp/fabemu-replay-XXXXXX";
-    if (::mkdtemp(tmpl)) dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
   std::string write(const std::string& name, const std::string& text) const {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path, std::ios::binary) << text;
     return path;
   }
-  std::string dir_;
+  TempDir tmp_{"fabemu-replay"};
+  const std::string dir_ = tmp_.path();
 };
 
 // Every rank ran all its operations and the warm-up's elements all arrived right; the

@@ -13,23 +13,14 @@ const std::string kDefaultScenario = kSourceDir + "/scenarios/default.yaml";
 
 class RunTest : public LabTest {
  protected:
-  void SetUp() override {
-    LabTest::SetUp();
-    if (IsSkipped()) return;
-    char tmpl[] = "/tmp/fabemu-report-XXXXXX";
-    if (::mkdtemp(tmpl)) dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
   Outcome run(const std::string& scenario, const std::string& lab,
               std::chrono::milliseconds timeout = 300s) {
     return fabemu(
         {"run", scenario, "--lab", lab, "--report", dir_, "--accept-degraded", "-q", "--json"},
         timeout);
   }
-  std::string dir_;
+  TempDir tmp_{"fabemu-report"};
+  const std::string dir_ = tmp_.path();
 };
 
 // 8 hosts on 4 leaves and 2 spines at 25 Mbit/s: one allreduce long enough for faults to land
