@@ -8,6 +8,7 @@
 #include "runtime/faults.h"
 #include "runtime/replay_step.h"
 #include "runtime/telemetry.h"
+#include "scenario/loader.h"
 #include "session/across.h"
 #include "session/session.h"
 #include "util/files.h"
@@ -156,11 +157,26 @@ bool run_across(AcrossLab& lab, const LabPaths& base, RunOutcome& out, Observer&
   return m.scenario.workload.empty() || workload_across(lab, m, base, out.report, observer);
 }
 
+// A replay's ranks share one machine's clock, memory and directory (docs/replay.md): across
+// machines it is refused before any machine builds, rather than failing as a step once every
+// machine has (and `--replay` is not what the machines' agents would read).
+Result<void> refuse_replay_across(const UpRequest& req) {
+  bool replays = !req.replay.empty();
+  if (auto sc = load_scenario_file(req.scenario))
+    for (const WorkloadStep& w : sc->workload)
+      replays |= std::holds_alternative<ReplayStep>(w.step);
+  if (!replays) return ok();
+  return with_failure(make_error("a replay across machines is not supported yet; run it on one "
+                                 "machine (without --on)"),
+                      Failure::Unsupported);
+}
+
 }  // namespace
 
 Result<RunOutcome> run(const RunRequest& req, const LabPaths& base, Observer& observer,
                        const std::atomic<int>* interrupt) {
   AcrossLab across;
+  if (!req.up.on.empty()) FABEMU_TRY(refuse_replay_across(req.up));
   auto up = req.up.on.empty() ? up_lab(req.up, base, observer, interrupt)
                               : up_across(req.up, base, observer, across);
   if (!up) return up.error();

@@ -577,5 +577,29 @@ rdma: {enabled: off}
   expect_nothing_left(lab);
 }
 
+// A replay (docs/replay.md) runs on one machine: across machines it is refused, as a scenario's
+// step and as `run --replay`, before any machine builds anything.
+TEST_F(ClusterTest, AReplayAcrossMachinesIsRefusedBeforeAnythingIsBuilt) {
+  const std::string lab = lab_name("cr");
+  const std::string workload = kSourceDir + "/tests/data/replay/tp4-dp2.txt";
+  const std::string text = R"(name: cr
+topology: {kind: leaf-spine, leaves: 4, spines: 2, hosts_per_leaf: 2}
+fabric: {switch: router, mtu: 1500}
+links: {default: {rate: 1gbit}}
+rdma: {enabled: off}
+)";
+  const std::string plain = scenario(lab, text);
+  Outcome o = on_cluster({"run", plain, "--lab", lab, "--on", "slurm", "--replay", workload});
+  EXPECT_EQ(o.status, 5) << o;
+  EXPECT_NE(o.err.find("a replay across machines is not supported yet"), std::string::npos) << o;
+  expect_nothing_left(lab);
+  const std::string with_step =
+      scenario(lab, text + "workload:\n  - replay: {file: " + workload + "}\n");
+  o = on_cluster({"run", with_step, "--lab", lab, "--on", "slurm"});
+  EXPECT_EQ(o.status, 5) << o;
+  EXPECT_NE(o.err.find("a replay across machines is not supported yet"), std::string::npos) << o;
+  expect_nothing_left(lab);
+}
+
 }  // namespace
 }  // namespace fabemu::itest
