@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
     add(app, cl);
   cli::add_rsh_help(app);
   for (auto add : {cli::add_predict_command, cli::add_doctor_command, cli::add_run_command,
-                   cli::add_agent_command, cli::add_graph_command})
+                   cli::add_agent_command, cli::add_graph_command, cli::add_capture_command,
+                   cli::add_metrics_command, cli::add_top_command})
     add(app, cl);
   try {
     app.parse(argc, argv);

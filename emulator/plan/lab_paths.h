@@ -33,6 +33,8 @@ struct LabPaths {
   std::string time_scale_file() const { return run_dir() + "/time-scale"; }  // FACTOR <why>
   // Links whose routes were moved off them (`link down`, the fault timeline): one name a line.
   std::string failed_links_file() const { return run_dir() + "/failed-links"; }
+  // The workload step `run` is playing now, while it plays (`top` shows it).
+  std::string step_file() const { return run_dir() + "/step"; }
   // With a lab across machines: which part this machine builds (JSON).
   std::string part_file() const { return run_dir() + "/part"; }
   // Whether rxe carries traffic between namespaces on this kernel, probed once per boot.

@@ -30,6 +30,10 @@ struct DirectionSample {
   uint64_t pause_ns = 0, pause_events = 0;
   uint64_t lossless_drops = 0;  // of `drops`, frames of the lossless class
   bool shaped = false;          // counters from the link model; else the port's kernel tx
+  // Shaped: frames of the lossless class (PFC's), the link's rate now (the real fabric's bit/s)
+  // and whether it is down (the link model drops everything).
+  uint64_t lossless_packets = 0, rate_bps = 0;
+  bool down = false;
   bool operator==(const DirectionSample&) const = default;
 };
 

@@ -83,6 +83,9 @@ DirectionSample shaped_sample(const PortSnapshot& p, const TimeScale& scale) {
   d.pause_ns = static_cast<uint64_t>(scale.real_ns(double(c.pause_ns)));
   d.pause_events = c.pause_events;
   d.lossless_drops = c.lossless_drops;
+  d.lossless_packets = c.lossless_packets;
+  d.rate_bps = scale.real_bps_exact(p.cfg.rate_bps);
+  d.down = p.cfg.flags & FABEMU_LINK_DOWN;
   d.queue_delay_p99_ns =
       static_cast<uint64_t>(scale.real_ns(double(queue_delay_quantile(c, 0.99))));
   return d;

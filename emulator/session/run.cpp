@@ -1,5 +1,7 @@
 // `run`: the lab up, reachability, the workload phase (the steps in order, the fault timeline
 // and the telemetry sampler on threads of their own beside them), the report, the lab down.
+#include <unistd.h>
+
 #include <algorithm>
 #include <ctime>
 #include <thread>
@@ -33,6 +35,27 @@ std::chrono::milliseconds sampling_interval(const LabModel& m, Observer& observe
 
 }  // namespace
 
+namespace {
+
+// "workload[2] of 4: allreduce": a step as `top` names it while it plays.
+std::string step_label(const LabModel& m, size_t i) {
+  struct Kind {
+    std::string operator()(const CollectiveStep& c) const { return c.collective; }
+    std::string operator()(const ExecStep& e) const {
+      return "exec " + (e.command.empty() ? std::string() : e.command.front());
+    }
+    std::string operator()(const IncastStep&) const { return "incast"; }
+    std::string operator()(const LinksStep&) const { return "links"; }
+    std::string operator()(const LoadBalanceStep&) const { return "load_balance"; }
+    std::string operator()(const ReplayStep& r) const { return "replay " + r.file; }
+  };
+  const size_t n = m.scenario.workload.size();
+  return "workload[" + std::to_string(i) + "] of " + std::to_string(n) + ": " +
+         std::visit(Kind{}, m.scenario.workload[i].step);
+}
+
+}  // namespace
+
 bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptions& wo,
                    std::optional<Clock::time_point> common_start, RunReport& report,
                    Observer& observer) {
@@ -61,7 +84,10 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
     if (const auto* rp = std::get_if<ReplayStep>(&w.step))
       observer.remark(describe_placement(m, *rp));
     const double start = seconds_since(t0);
+    // For `top`: what plays now. A lab across machines' agents share nothing but the step.
+    (void)write_file(paths.step_file(), step_label(m, i) + "\n");
     StepResult r = run_step(m, paths, i, wo);
+    ::unlink(paths.step_file().c_str());
     const TimeScale& t = m.time_scale;
     StepReport s{r.title, r.ok, r.failure, t.real_s(start), t.real_s(r.seconds), start, r.seconds,
                  {},      {},   {},        r.note};
