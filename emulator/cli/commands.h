@@ -122,6 +122,7 @@ struct RunArgs {
   // The same run on each of these scenarios after the first, and the replay's iteration time
   // compared with the first's.
   std::vector<std::string> compare;
+  std::string junit;  // also write the run as a JUnit XML report here
 };
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base);
 
@@ -185,6 +186,9 @@ void add_predict_command(CLI::App& app, CommandLine& cl);
 void add_run_command(CLI::App& app, CommandLine& cl);
 void add_agent_command(CLI::App& app, CommandLine& cl);
 void add_graph_command(CLI::App& app, CommandLine& cl);
+void add_capture_command(CLI::App& app, CommandLine& cl);
+void add_metrics_command(CLI::App& app, CommandLine& cl);
+void add_top_command(CLI::App& app, CommandLine& cl);
 // What `up` and `run` share: the scenario and how the lab is built from it.
 void add_build_options(CLI::App* cmd, UpArgs& args);
 

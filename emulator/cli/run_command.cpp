@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "report/junit.h"
 #include "report/report.h"
 #include "runtime/reachability.h"
 #include "runtime/workload.h"
@@ -310,18 +311,58 @@ std::optional<ReplayFigures> replay_figures(const session::RunOutcome& out,
 
 // One run as `run` shows it: the observer's lines while the lab is built and the workload
 // runs (^C and SIGTERM caught meanwhile), then the summary; its exit status beside it.
+// Now, as JUnit's timestamps want it: ISO 8601 in UTC, no zone.
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  return stamp;
+}
+
 struct RenderedRun {
   session::RunOutcome outcome;
   int code = kExitOk;
+  std::string timestamp;  // when it began (UTC)
+  double wall_seconds = 0;
 };
 Result<RenderedRun> run_rendered(const UpArgs& a, const RunArgs& r, const LabPaths& base) {
   RunObserver observer(a);
   observer.guard.emplace();
+  const std::string began = utc_timestamp();
+  const auto start = std::chrono::steady_clock::now();
   auto out =
       session::run({a, r.report_dir, r.keep}, base, observer, &session::InterruptGuard::signal());
   if (!out) return out.error();
   const int code = render_run_end(*out, a);
-  return RenderedRun{std::move(*out), code};
+  return RenderedRun{
+      std::move(*out), code, began,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+// --junit: the runs as JUnit XML; a run that did not come up as one error (`failed`).
+JunitRun junit_run(const RenderedRun& r) {
+  const session::RunOutcome& o = r.outcome;
+  JunitRun j{o.report, r.timestamp, r.wall_seconds, o.up.up.model.time_scale.factor,
+             o.workload_not_run};
+  if (o.report_error) j.report_error = o.report_error->what();
+  if (o.down_error) j.down_error = o.down_error->what();
+  j.report_dir = o.report_dir;
+  return j;
+}
+int write_junit(const std::string& file, const std::vector<JunitRun>& runs) {
+  if (auto w = write_file(file, junit_xml(runs)); !w) return report_error(w.error());
+  std::printf("junit: %s\n", file.c_str());
+  return kExitOk;
+}
+int write_junit_failure(const std::string& file, const UpArgs& a, const Error& e) {
+  RunReport failed;
+  failed.lab = a.lab.empty() ? "lab" : a.lab;
+  failed.scenario_file = a.scenario;
+  JunitRun j{failed, utc_timestamp()};
+  j.up_error = e.what();
+  return write_junit(file, {j});
 }
 
 // --compare: each variant's iteration time against the first scenario's, and whether the
@@ -360,8 +401,15 @@ void print_comparison(const std::vector<std::optional<ReplayFigures>>& runs) {
 }  // namespace
 
 int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
+  // Before anything is built: a report that could not be written would be a run wasted.
+  if (const auto dir = std::filesystem::path(run.junit).parent_path();
+      !run.junit.empty() && !dir.empty() && !std::filesystem::is_directory(dir))
+    return report_error(
+        session::with_failure(make_error("--junit " + run.junit + ": no directory " + dir.string()),
+                              session::Failure::BadInput));
   if (!run.compare.empty()) {
     std::vector<std::optional<ReplayFigures>> runs;
+    std::vector<RenderedRun> rendered;  // kept for --junit
     int worst = kExitOk;
     std::vector<std::string> scenarios = {args.scenario};
     scenarios.insert(scenarios.end(), run.compare.begin(), run.compare.end());
@@ -372,20 +420,30 @@ int cmd_run(const UpArgs& args, const RunArgs& run, const LabPaths& base) {
       r.compare.clear();
       r.report_dir.clear();  // each run its own
       auto out = run_rendered(a, r, base);
+      if (!out && !run.junit.empty()) write_junit_failure(run.junit, a, out.error());
       if (!out) return report_error(out.error());
       worst = std::max(worst, out->code);
       runs.push_back(replay_figures(out->outcome, scenario));
+      if (!run.junit.empty()) rendered.push_back(std::move(*out));
       // ^C or SIGTERM ends the comparison, not just the run it came in.
       if (const int sig = session::InterruptGuard::signal().load())
         return session::interrupted_exit_code(sig);
     }
     print_comparison(runs);
+    if (!run.junit.empty()) {
+      std::vector<JunitRun> suites;
+      for (const RenderedRun& r : rendered) suites.push_back(junit_run(r));
+      if (const int w = write_junit(run.junit, suites); w != kExitOk) return w;
+    }
     return worst;
   }
   std::optional<StdoutToStderr> text_to_stderr;
   if (run.json) text_to_stderr.emplace();
   auto out = run_rendered(args, run, base);
+  if (!out && !run.junit.empty()) write_junit_failure(run.junit, args, out.error());
   if (!out) return report_error(out.error());
+  if (!run.junit.empty())
+    if (const int w = write_junit(run.junit, {junit_run(*out)}); w != kExitOk) return w;
   if (text_to_stderr) {
     text_to_stderr->restore();
     print_json(out->outcome.to_json());
@@ -424,6 +482,10 @@ void add_run_command(CLI::App& app, CommandLine& cl) {
                   "Then the same run on this scenario (repeatable: several variants), and the "
                   "replay's iteration time against the first's")
       ->excludes("--keep");
+  cmd->add_option("--junit", a->run.junit,
+                  "Also write the run as a JUnit XML report here (reachability, each step and "
+                  "each expectation a test case; docs/schema/junit.xsd)")
+      ->excludes("--vm");
   cmd->add_flag("--json", a->run.json,
                 "The result as one JSON object on stdout (docs/json.md): the report's records "
                 "but the telemetry samples; the run's text goes to stderr")
