@@ -1,6 +1,8 @@
 // Reading a lab's state: the journal, each namespace's interfaces, the link model, rxe devices.
 #include "runtime/lab_status.h"
 
+#include "util/units.h"
+
 #include "apply/lab.h"
 
 namespace fabemu {
@@ -61,6 +63,7 @@ Result<LabStatus> read_lab_status(const LabPaths& paths) {
     s.link_model = std::move(*r);
   else
     s.link_model_error = r.error().what();
+  s.read_ns = realtime_ns();
   if (s.model.rdma.rxe)
     for (int h : t.hosts()) {
       if (!local_node(s.model, h)) continue;

@@ -27,6 +27,9 @@ struct LabStatus {
   std::optional<LinkModelState> link_model;  // unset: unreadable (link_model_error says why)
   std::string link_model_error;
   std::map<std::string, RdmaDeviceState> rdma;  // by host, when the lab has rxe
+  // CLOCK_REALTIME when the link model's counters had been read: two reads' counters over the
+  // time between them (divided by the time scale) are a rate in the real fabric's units.
+  int64_t read_ns = 0;
 
   // One end's interface, or nullptr when its namespace or interface is gone.
   const InterfaceState* interface(int node, const std::string& ifname) const;

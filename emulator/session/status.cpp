@@ -189,7 +189,8 @@ Json status_json(const LabStatus& s) {
             {"state", s.state},
             {"scenario", s.journal.scenario_file},
             {"pool", m.addresses.pool.str()},
-            {"time_scale", m.time_scale.factor}};
+            {"time_scale", m.time_scale.factor},
+            {"read_at_ns", s.read_ns}};
   if (m.time_scale.dilated()) j["time_scale_why"] = m.time_scale_why;
   if (m.part) {
     // A lab across machines: this machine's view (its nodes present, the others' not);
