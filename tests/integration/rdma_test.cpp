@@ -2,10 +2,14 @@
 // where rxe cannot work, touching nothing), every host gets an rxe device named after it on
 // its NIC, perftest and ibv_rc_pingpong cross the fabric, `status` shows the counters move, and
 // `down` removes every device, also after `up` was killed half-way.
+#include <fcntl.h>
 #include <signal.h>
 
+#include <map>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "apply/rdma.h"
@@ -237,6 +241,49 @@ TEST_F(RdmaTest, DownAfterUpWasKilledRemovesTheDevices) {
   EXPECT_EQ(down.status, 0) << down;
   EXPECT_EQ(lab_devices(name), std::vector<std::string>{});
   EXPECT_EQ(Snapshot::take(name), before);
+}
+
+// A capture of RDMA writes over rxe reads in tshark as RoCEv2: InfiniBand BTH opcodes in the
+// frames h3 sends (RDMA WRITE First/Middle/Last/Only) and its peer's ACKs coming back.
+TEST_F(RdmaTest, AnRdmaWritesFramesDissectInTsharkWithTheirBthOpcodes) {
+  SKIP_WITHOUT_RXE();
+  for (const char* tool : {"ib_write_bw", "tshark"})
+    if (!find_tool(tool)) GTEST_SKIP() << tool << " is not installed (perftest, tshark)";
+  TempScenario scenario(leaf_spine_4("on"));
+  LabGuard lab(lab_name("rcap"));
+  ASSERT_EQ(lab.up(scenario.path()).status, 0);
+  TempDir dir("fabemu-rcap");
+  const std::string file = dir.path() + "/h3.pcapng";
+  const int log = ::open((dir.path() + "/capture.log").c_str(), O_WRONLY | O_CREAT, 0644);
+  Process capture =
+      spawn(fabemu_argv({"capture", lab.name(), "h3:eth0", "--filter", "udp port 4791", "-c", "300",
+                         "--snaplen", "128", "-w", file}),
+            log, log);
+  ::close(log);
+  std::this_thread::sleep_for(1s);  // the handles are open
+  Outcome perf = fabemu({"perf", lab.name(), "h1", "h3", "--tool", "ib_write_bw", "--timeout",
+                         "150", "--", "-n", "50"},
+                        180s);
+  ASSERT_EQ(perf.status, 0) << perf;
+  EXPECT_EQ(wait_for(capture, 30s).value_or(-1), 0) << read_text(dir.path() + "/capture.log");
+  const Outcome read = run({"tshark", "-r", file, "-T", "fields", "-e", "infiniband.bth.opcode",
+                            "-e", "frame.packet_flags_direction"},
+                           60s);
+  ASSERT_EQ(read.status, 0) << read;
+  std::map<std::string, int> sent, received;  // opcode -> frames
+  std::istringstream lines(read.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos || tab == 0) continue;
+    (line.substr(tab + 1) == "0x00000002" ? sent : received)[line.substr(0, tab)]++;
+  }
+  std::string seen;
+  for (const auto& [op, n] : sent) seen += " out " + op + " x" + std::to_string(n);
+  for (const auto& [op, n] : received) seen += " in " + op + " x" + std::to_string(n);
+  std::printf("BTH opcodes on h3's port:%s\n", seen.c_str());
+  // RC RDMA WRITE First 6, Middle 7, Last 8, Only 10; Acknowledge 17.
+  EXPECT_GT(sent["6"] + sent["7"] + sent["8"] + sent["10"], 0) << seen;
+  EXPECT_GT(received["17"], 0) << seen;
 }
 
 }  // namespace
