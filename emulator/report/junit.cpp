@@ -27,10 +27,10 @@ std::string step_figures(const StepReport& s, double time_scale) {
                     s.start_s, s.wall_seconds, format_factor(time_scale).c_str());
   if (!s.library.empty()) out += "library " + s.library + ", transport " + s.transport + "\n";
   for (const SizeResult& r : s.results) {
-    out += printf_string("size %s: busbw %.3f GB/s, time %.3f us", format_size(r.size).c_str(),
+    out += printf_string("size %s: busbw %.4g GB/s, time %.4g us", format_size(r.size).c_str(),
                          r.busbw_gbps, r.time_us);
     if (r.pred_busbw_gbps > 0)
-      out += printf_string(" (model %.3f GB/s, ratio %.2f)", r.pred_busbw_gbps, r.ratio());
+      out += printf_string(" (model %.4g GB/s, ratio %.2f)", r.pred_busbw_gbps, r.ratio());
     out += printf_string(", %llu wrong\n", static_cast<unsigned long long>(r.wrong));
   }
   for (const FlowResult& f : s.flows)
