@@ -601,5 +601,29 @@ rdma: {enabled: off}
   expect_nothing_left(lab);
 }
 
+// Each machine's exporter serves its part of a lab: every direction of the fabric once, from
+// the machine its sending node is on, labelled with that machine.
+TEST_F(ClusterTest, EachMachinesMetricsServeItsPartOfTheLab) {
+  const std::string lab = lab_name("cm");
+  ClusterLab guard(lab, fabemu_in_job);
+  Outcome up = on_cluster({"up", scenario(lab, kFatTree), "--lab", lab, "--on", "slurm"}, 300s);
+  ASSERT_EQ(up.status, 0) << up;
+  std::map<std::string, std::string> seen;  // direction -> machine that served it
+  for (int i = 0; i < kMachines; ++i) {
+    const Outcome m = in_machine(machine(i), {kFabemu, "metrics", lab, "--once"});
+    ASSERT_EQ(m.status, 0) << machine(i) << ": " << m;
+    const std::regex series(
+        "^fabemu_link_tx_bytes_total\\{[^}]*direction=\"([^\"]+)\"[^}]*machine=\"([^\"]+)\"\\}",
+        std::regex::multiline);
+    for (std::sregex_iterator it(m.out.begin(), m.out.end(), series), end; it != end; ++it) {
+      EXPECT_EQ((*it)[2].str(), machine(i)) << (*it)[0];
+      EXPECT_TRUE(seen.emplace((*it)[1].str(), machine(i)).second)
+          << (*it)[1] << " served by " << seen[(*it)[1].str()] << " and " << machine(i);
+    }
+  }
+  // k=4 fat-tree: 16 hosts, 48 links, 96 directions.
+  EXPECT_EQ(seen.size(), 96u);
+}
+
 }  // namespace
 }  // namespace fabemu::itest
