@@ -14,7 +14,6 @@
 #include "cli/commands.h"
 #include "report/openmetrics.h"
 #include "session/observe.h"
-#include "util/files.h"
 
 namespace fabemu::cli {
 namespace {
@@ -92,7 +91,7 @@ class Exporter {
                     m.part ? m.part->machines.at(size_t(m.part->index)) : ""};
     return metrics_text(in, openmetrics);
   }
-  bool lab_gone() const { return !path_exists(watch_->paths().journal()); }
+  bool lab_gone() const { return watch_->gone(); }
 
  private:
   std::mutex mu_;

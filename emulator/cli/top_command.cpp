@@ -31,6 +31,7 @@ class TopReader {
       local_.push_back(watch_->local(d));
     last_ = watch_->read();
   }
+  bool gone() const { return watch_->gone(); }
   std::vector<std::string> next(size_t rows, size_t width) {
     session::LabReading now = watch_->read();
     const TopInput in{watch_->model(),   last_.sample, now.sample, watch_->paths().lab,
@@ -51,6 +52,12 @@ bool stopped() {
   return session::InterruptGuard::signal().load() != 0;
 }
 
+// The lab was taken down (its run ended, say): nothing left to show.
+int lab_gone(const TopArgs& a) {
+  std::fprintf(stderr, "top: lab %s is down\n", a.lab.c_str());
+  return kExitOk;
+}
+
 int run_batch(TopReader& reader, const TopArgs& a) {
   const auto period = std::chrono::duration<double>(a.interval);
   for (int k = 0; a.frames == 0 || k < a.frames; ++k) {
@@ -58,6 +65,7 @@ int run_batch(TopReader& reader, const TopArgs& a) {
     while (std::chrono::steady_clock::now() < due && !stopped())
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (stopped()) break;
+    if (reader.gone()) return lab_gone(a);
     for (const std::string& line : reader.next(40, 160)) std::printf("%s\n", line.c_str());
     std::printf("\n");
     std::fflush(stdout);
@@ -80,6 +88,10 @@ int run_screen(TopReader& reader, const TopArgs& a) {
     if (std::chrono::steady_clock::now() < due) continue;
     due += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(a.interval));
+    if (reader.gone()) {
+      endwin();
+      return lab_gone(a);
+    }
     int rows = 0, cols = 0;
     getmaxyx(stdscr, rows, cols);
     const auto lines = reader.next(size_t(std::max(rows - 5, 1)), size_t(std::max(cols, 20)));

@@ -28,6 +28,14 @@ std::string per_second(double v) {
   return printf_string("%.3g", v);
 }
 
+// Bytes as a queue holds them: "0", "950 B", "48.5 KB", "3.1 MB".
+std::string backlog_text(uint64_t bytes) {
+  if (bytes == 0) return "0";
+  if (bytes < 1000) return std::to_string(bytes) + " B";
+  if (bytes < 1'000'000) return printf_string("%.3g KB", double(bytes) / 1e3);
+  return printf_string("%.3g MB", double(bytes) / 1e6);
+}
+
 // Links whose direction the link model holds down, by name ("leaf1:spine1").
 std::string links_down(const TopInput& in) {
   std::vector<std::string> names;
@@ -103,7 +111,7 @@ std::vector<std::string> top_frame(const TopInput& in, size_t rows, size_t width
         direction_name(t, static_cast<int>(r.dir / 2), r.dir % 2).c_str(),
         t.links[r.dir / 2].cls.c_str(), format_rate_short(r.bps).c_str(), util.c_str(),
         per_second(r.drops_per_s).c_str(), per_second(r.ce_per_s).c_str(), 100 * r.paused,
-        format_size(r.backlog).c_str(), r.p99_ns ? format_time_short(r.p99_ns).c_str() : "-"));
+        backlog_text(r.backlog).c_str(), r.p99_ns ? format_time_short(r.p99_ns).c_str() : "-"));
   }
   for (std::string& line : out) line = cut(std::move(line), width);
   return out;

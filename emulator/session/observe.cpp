@@ -143,6 +143,10 @@ bool LabWatch::local(size_t dir) const {
   return local_node(model_, dir % 2 ? l.b.node : l.a.node);
 }
 
+bool LabWatch::gone() const {
+  return !path_exists(paths_.journal());
+}
+
 LabReading LabWatch::read() {
   LabReading r;
   const auto start = std::chrono::steady_clock::now();

@@ -90,6 +90,7 @@ class LabWatch {
   const LabPaths& paths() const { return paths_; }
   std::string shaping() const { return shaping_; }  // fq, htb or policer (the run dir's record)
   bool local(size_t dir) const;                     // the direction leaves this machine's node
+  bool gone() const;                                // the lab was taken down meanwhile
 
  private:
   LabWatch() = default;

@@ -175,13 +175,15 @@ def run(scenario: Union[str, Path], lab: Optional[str] = None, *,
         accept_degraded: bool = False, keep: bool = False, timeout: Optional[float] = None,
         check: bool = True, env: Optional[Mapping[str, str]] = None,
         replay: Union[None, str, Path] = None, replay_format: str = "simai",
-        comm_groups: Union[None, str, Path] = None) -> Report:
+        comm_groups: Union[None, str, Path] = None,
+        junit: Union[None, str, Path] = None) -> Report:
     """`fabemu run SCENARIO`: builds the lab, checks it, runs the workload while the faults
     play, reports, tears down. Returns the report; with `check`, a run that failed (a step, an
     expectation) raises FabemuError carrying it as `.report`. A run that produced no report
     (bad scenario, exit 2; this machine cannot, exit 5) always raises. `replay`: a training
     step (SimAI's workload text, or a Chakra trace's prefix with `replay_format="chakra"` and
-    its `comm_groups`) as the workload instead of the scenario's (docs/replay.md)."""
+    its `comm_groups`) as the workload instead of the scenario's (docs/replay.md). `junit`: also
+    write the run as JUnit XML there (docs/observability.md)."""
     out_dir = Path(report_dir) if report_dir else Path(tempfile.mkdtemp(prefix="fabemu-report-"))
     args = build_args("run", scenario, lab, time_scale, accept_degraded)
     args += ["--report", str(out_dir)]
@@ -189,6 +191,8 @@ def run(scenario: Union[str, Path], lab: Optional[str] = None, *,
         args += ["--replay", str(replay), "--format", replay_format]
         if comm_groups is not None:
             args += ["--comm-groups", str(comm_groups)]
+    if junit is not None:
+        args += ["--junit", str(junit)]
     if keep:
         args.append("--keep")
     r = call(args, timeout=timeout, check=False, env=env)

@@ -216,6 +216,11 @@ def test_run_replays_a_training_step(fake, tmp_path):
     assert s.replay_timeline[0]["host"] == "h1"
 
 
+def test_run_writes_junit_where_asked(fake, tmp_path):
+    fabemu.run("ok.yaml", report_dir=tmp_path, junit=tmp_path / "r.xml")
+    assert fake()[-1][2:6] == ["--report", str(tmp_path), "--junit", str(tmp_path / "r.xml")]
+
+
 def test_lab_names_fit_fabemus_rules():
     for nodeid in ["t/test_x.py::test_ddp_training_survives_a_link_flap",
                    "a.py::TestK::test_[param-1]", "b.py::zz", "c.py::test_"]:
