@@ -12,6 +12,7 @@ namespace fabemu {
 namespace {
 
 using unit::load;
+using unit::model_of;
 
 // A kernel whose every answer the test sets; counts what was asked.
 struct FakeProbe : KernelProbe {
@@ -60,12 +61,6 @@ topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 1}
 links: {default: {rate: 1gbit, delay: 5us}}
 rdma: {enabled: off}
 )";
-
-LabModel model_of(const std::string& yaml) {
-  auto m = build_model(load(yaml), 0);
-  EXPECT_TRUE(m) << m.error().what();
-  return m ? *m : LabModel{};
-}
 
 Result<PlanOptions> choose(FakeProbe& probe, const std::string& yaml, ChoiceOptions o = {}) {
   Capabilities caps(probe);

@@ -4,19 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "fake_lab.h"
+
 #include "plan/plan.h"
 #include "scenario/loader.h"
 
 namespace fabemu {
 namespace {
 
-LabModel model_of(const std::string& yaml) {
-  auto s = load_scenario_string(yaml, "test.yaml");
-  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().what());
-  auto m = build_model(*s, 0);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().what());
-  return *m;
-}
+using unit::model_of;
 
 Prediction predict_for(const LabModel& m, const char* collective, const char* transport = "tcp") {
   auto p = collective_pattern(collective, m.topo.host_count());

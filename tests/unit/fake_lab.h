@@ -22,6 +22,13 @@ inline Scenario load(const std::string& yaml) {
   return s.ok() ? *s : Scenario{};
 }
 
+// The scenario's model (pool 0); an empty one, with a failure, when it does not build.
+inline LabModel model_of(const std::string& yaml) {
+  auto m = build_model(load(yaml), 0);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().what());
+  return m.ok() ? *m : LabModel{};
+}
+
 struct Applied {
   LabModel model;
   LabPaths paths;

@@ -18,12 +18,7 @@ namespace fabemu {
 namespace {
 
 using unit::load;
-
-LabModel model_of(const std::string& yaml) {
-  auto m = build_model(load(yaml), 0);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().what());
-  return *m;
-}
+using unit::model_of;
 
 const std::string kLeaf = R"(name: o
 topology: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2}

@@ -16,6 +16,7 @@ namespace fabemu {
 namespace {
 
 using unit::load;
+using unit::model_of;
 
 const std::string kLab = R"(name: r
 seed: 3
@@ -27,12 +28,6 @@ faults:
   - {at: 1s, link: "leaf1:spine1", flap: {count: 2, down: 200ms, up: 300ms}}
   - {at: 2s, link: "leaf2:spine1", down: true}
 )";
-
-LabModel model_of(const std::string& yaml) {
-  auto m = build_model(load(yaml), 0);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().what());
-  return *m;
-}
 
 // Two samples a second apart of every direction, all shaped; `bytes` on each.
 RunReport two_samples(const LabModel& m, uint64_t bytes) {
