@@ -309,8 +309,6 @@ std::optional<ReplayFigures> replay_figures(const session::RunOutcome& out,
   return std::nullopt;
 }
 
-// One run as `run` shows it: the observer's lines while the lab is built and the workload
-// runs (^C and SIGTERM caught meanwhile), then the summary; its exit status beside it.
 // Now, as JUnit's timestamps want it: ISO 8601 in UTC, no zone.
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);
@@ -321,6 +319,8 @@ std::string utc_timestamp() {
   return stamp;
 }
 
+// One run as `run` shows it: the observer's lines while the lab is built and the workload
+// runs (^C and SIGTERM caught meanwhile), then the summary; its exit status beside it.
 struct RenderedRun {
   session::RunOutcome outcome;
   int code = kExitOk;
@@ -341,7 +341,7 @@ Result<RenderedRun> run_rendered(const UpArgs& a, const RunArgs& r, const LabPat
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
 }
 
-// --junit: the runs as JUnit XML; a run that did not come up as one error (`failed`).
+// --junit: the runs as JUnit XML; a run whose lab never came up as one error.
 JunitRun junit_run(const RenderedRun& r) {
   const session::RunOutcome& o = r.outcome;
   JunitRun j{o.report, r.timestamp, r.wall_seconds, o.up.up.model.time_scale.factor,

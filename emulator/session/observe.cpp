@@ -14,18 +14,15 @@ namespace {
 
 // What a port of node `node` sees of link `link` (the end at `node`): its own direction out,
 // the peer's in.
-CaptureTarget port_target(const Topology& t, int link, bool at_b, bool out_only,
-                          const std::string& filter) {
+CaptureTarget port_target(const Topology& t, int link, bool at_b, bool out_only) {
   const Link& l = t.links[link];
   const LinkEnd& end = at_b ? l.b : l.a;
   CaptureTarget c{end.node, end.ifname, out_only, {}};
   const std::string name = t.nodes[l.a.node].name + ":" + t.nodes[l.b.node].name;
   const std::string where = t.nodes[end.node].name + "'s port " + end.ifname;
-  c.interfaces.push_back(
-      {name, direction_name(t, link, at_b) + " (sent by " + where + ")", filter});
+  c.interfaces.push_back({name, direction_name(t, link, at_b) + " (sent by " + where + ")"});
   if (!out_only)
-    c.interfaces.push_back(
-        {name, direction_name(t, link, !at_b) + " (received by " + where + ")", filter});
+    c.interfaces.push_back({name, direction_name(t, link, !at_b) + " (received by " + where + ")"});
   return c;
 }
 
@@ -59,7 +56,7 @@ Result<CaptureTarget> resolve_capture_target(const LabModel& m, const std::strin
       for (bool at_b : {false, true}) {
         const LinkEnd& e = at_b ? t.links[l].b : t.links[l].a;
         if (t.nodes[e.node].name == first && e.ifname == second)
-          return port_target(t, static_cast<int>(l), at_b, false, "");
+          return port_target(t, static_cast<int>(l), at_b, false);
       }
   auto dirs = find_directions(t, target);
   if (!dirs) return bad_input("capture target '" + target + "': " + dirs.error().message);
@@ -73,7 +70,7 @@ Result<CaptureTarget> resolve_capture_target(const LabModel& m, const std::strin
     return bad_input("capture target '" + target + "' names " + std::to_string(from_first.size()) +
                      " links between " + first + " and " + second + ": name one port as " + first +
                      ":IFNAME");
-  return port_target(t, from_first[0].link, from_first[0].b_to_a, one_way, "");
+  return port_target(t, from_first[0].link, from_first[0].b_to_a, one_way);
 }
 
 uint64_t CaptureClock::stamp(uint64_t wall_ns) const {
@@ -130,7 +127,6 @@ Result<std::unique_ptr<LabWatch>> LabWatch::open(const std::string& lab, const L
   w->model_ = std::move(*model);
   if (auto mode = read_link_mode(w->paths_)) w->shaping_ = shaping_mode_name(*mode);
   if (auto epoch = lab_epoch(w->paths_)) w->epoch_ns_ = *epoch;
-  w->opened_ = std::chrono::steady_clock::now();
   w->sampler_ =
       std::make_unique<TelemetrySampler>(w->model_, w->paths_, std::chrono::milliseconds(1000));
   return w;

@@ -98,7 +98,6 @@ class LabWatch {
   LabModel model_;
   std::string shaping_;
   int64_t epoch_ns_ = 0;
-  std::chrono::steady_clock::time_point opened_;
   std::unique_ptr<TelemetrySampler> sampler_;
 };
 

@@ -33,10 +33,6 @@ std::chrono::milliseconds sampling_interval(const LabModel& m, Observer& observe
   return std::chrono::milliseconds(std::max<uint64_t>(20, wall_ms));
 }
 
-}  // namespace
-
-namespace {
-
 // "workload[2] of 4: allreduce": a step as `top` names it while it plays.
 std::string step_label(const LabModel& m, size_t i) {
   struct Kind {
@@ -84,7 +80,7 @@ bool play_workload(const LabModel& m, const LabPaths& paths, const WorkloadOptio
     if (const auto* rp = std::get_if<ReplayStep>(&w.step))
       observer.remark(describe_placement(m, *rp));
     const double start = seconds_since(t0);
-    // For `top`: what plays now. A lab across machines' agents share nothing but the step.
+    // For `top`: the step playing now, kept in this machine's run dir while it plays.
     (void)write_file(paths.step_file(), step_label(m, i) + "\n");
     StepResult r = run_step(m, paths, i, wo);
     ::unlink(paths.step_file().c_str());
