@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "cli/commands.h"
@@ -16,11 +17,24 @@ namespace fabemu::cli {
 namespace {
 
 // A capture file: pcapng (an interface per direction, the direction in each frame's flags) or
-// classic pcap.
+// classic pcap. The file is made when the capture has begun, so that a refused one (a bad
+// target or filter) leaves no file and truncates none.
 class FileSink : public session::CaptureSink {
  public:
-  FileSink(FILE* out, bool pcapng) : out_(out), pcapng_(pcapng) {}
+  FileSink(std::string path, bool pcapng) : path_(std::move(path)), pcapng_(pcapng) {}
+  ~FileSink() override {
+    if (out_ && out_ != stdout) std::fclose(out_);
+  }
+  FileSink(const FileSink&) = delete;
+  FileSink& operator=(const FileSink&) = delete;
+  std::string error;  // why the file could not be written
+
   bool begin(const session::CaptureTarget& t, const session::CaptureClock& c) override {
+    out_ = path_ == "-" ? stdout : std::fopen(path_.c_str(), "wb");
+    if (!out_) {
+      error = "-w " + path_ + ": " + std::strerror(errno);
+      return false;
+    }
     std::vector<uint8_t> b;
     if (!pcapng_) {
       PcapWriter::header(b, t.interfaces.front().snaplen);
@@ -49,8 +63,9 @@ class FileSink : public session::CaptureSink {
   bool write(const std::vector<uint8_t>& b) {
     return std::fwrite(b.data(), 1, b.size(), out_) == b.size() && std::fflush(out_) == 0;
   }
-  FILE* out_;
+  std::string path_;
   bool pcapng_;
+  FILE* out_ = nullptr;
   std::vector<uint8_t> buf_;
 };
 
@@ -121,26 +136,22 @@ struct CaptureArgs {
 int cmd_capture(const CaptureArgs& a, const LabPaths& base) {
   // A reader that goes away (Wireshark closed) ends the capture, not the process.
   std::signal(SIGPIPE, SIG_IGN);
-  FILE* out = nullptr;
-  if (a.file == "-") {
-    out = stdout;
-  } else if (!a.file.empty()) {
-    out = std::fopen(a.file.c_str(), "wb");
-    if (!out)
-      return report_error(
-          session::with_failure(errno_error("-w " + a.file), session::Failure::BadInput));
-  }
   std::unique_ptr<session::CaptureSink> sink;
-  if (out)
-    sink = std::make_unique<FileSink>(out, a.format == "pcapng");
-  else
+  FileSink* file = nullptr;
+  if (!a.file.empty()) {
+    auto f = std::make_unique<FileSink>(a.file, a.format == "pcapng");
+    file = f.get();
+    sink = std::move(f);
+  } else {
     sink = std::make_unique<TextSink>();
+  }
   session::InterruptGuard guard;
   session::CaptureRequest req{a.lab, a.target, {a.filter, a.snaplen, a.count, a.seconds}, a.wall};
   auto stats = session::capture(req, base, *sink, &session::InterruptGuard::signal());
-  sink.reset();
-  if (out && out != stdout) std::fclose(out);
   if (!stats) return report_error(stats.error());
+  if (file && !file->error.empty())
+    return report_error(session::with_failure(make_error(file->error), session::Failure::BadInput));
+  sink.reset();  // the file closed before the count is told
   std::fprintf(stderr, "%llu frames captured, %llu dropped by the kernel\n",
                static_cast<unsigned long long>(stats->frames),
                static_cast<unsigned long long>(stats->kernel_dropped));

@@ -116,9 +116,11 @@ TEST_F(ObserveTest, ABadCaptureTargetOrFilterIsRefused) {
   Outcome o = fabemu({"capture", lab.name(), "h1:nosuch", "-c", "1"});
   EXPECT_EQ(o.status, 2) << o;
   EXPECT_NE(o.err.find("capture target 'h1:nosuch'"), std::string::npos) << o;
-  o = fabemu({"capture", lab.name(), "h1:leaf1", "--filter", "tcp port (", "-c", "1"});
+  const std::string file = dir_ + "/never.pcapng";
+  o = fabemu({"capture", lab.name(), "h1:leaf1", "--filter", "tcp port (", "-c", "1", "-w", file});
   EXPECT_EQ(o.status, 2) << o;
   EXPECT_NE(o.err.find("can't parse filter expression"), std::string::npos) << o;
+  EXPECT_FALSE(std::filesystem::exists(file)) << "a refused capture left its file";
   o = fabemu({"capture", "nosuchlab", "h1:leaf1", "-c", "1"});
   EXPECT_EQ(o.status, 3) << o;
 }
