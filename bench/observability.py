@@ -9,7 +9,8 @@
    evaluated at the end of a window, against `status --json`'s bytes over the same window.
 3. scale (--hosts N, default 1024): a leaf-spine of N hosts, every link shaped; the time of one
    read as `metrics` and `top` make it (the exporter's fabemu_exporter_read_seconds), beside
-   `status --json` on the same lab in the same run.
+   `status --json` on the same lab in the same run (--unshaped: no link shaped, so reads take
+   the kernel's counters namespace by namespace).
     sudo /usr/bin/python3 bench/observability.py [--runs 3] [--hosts 1024] [--parts capture,...]
 See README.md for the last results."""
 import argparse
@@ -152,7 +153,8 @@ def scale_once(args, tmp, lab, port):
     scenario = tmp / "big.yaml"
     scenario.write_text(
         f"name: obsscale\ntopology: {{kind: leaf-spine, leaves: {leaves}, spines: 4, "
-        f"hosts_per_leaf: {args.hosts // leaves}}}\nlinks: {{default: {{rate: 100gbit}}}}\n"
+        f"hosts_per_leaf: {args.hosts // leaves}}}\n" +
+        ("" if args.unshaped else "links: {default: {rate: 100gbit}}\n") +
         "rdma: {enabled: off}\n")
     fab(args, "up", str(scenario), "--lab", lab, timeout=1800)
     try:
@@ -179,6 +181,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--hosts", type=int, default=1024)
     ap.add_argument("--parts", default="capture,prometheus,scale")
+    ap.add_argument("--unshaped", action="store_true",
+                    help="scale: no link shaped (every read falls back to the kernel's counters)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("observability.py: needs root (sudo)")
@@ -209,7 +213,8 @@ def main():
             print(f"prometheus: median ratio of rate() to status {median(ratios):.4f}")
         if "scale" in parts:
             read, status, top_s, frames, dirs = scale_once(args, tmp, lab, port)
-            print(f"scale: {args.hosts} hosts, {dirs} directions: one read for metrics/top "
+            print(f"scale: {args.hosts} hosts{' (unshaped)' if args.unshaped else ''}, "
+                  f"{dirs} directions: one read for metrics/top "
                   f"{read * 1e3:.0f} ms (median of 3), status --json {status * 1e3:.0f} ms "
                   f"({status / read:.1f}x); top --batch -n 3 drew {frames} frames in "
                   f"{top_s:.1f} s")

@@ -57,7 +57,7 @@ std::vector<Case> cases_of(const JunitRun& run) {
   const std::string cls = "fabemu." + r.lab;
   std::vector<Case> cases;
   if (!run.up_error.empty()) return {{cls, "up", 0, run.up_error, "lab not built", true, "", ""}};
-  Case reach{cls, "reachability", 0, "", "", false, "", ""};
+  Case reach{cls, "reachability", r.reach_seconds, "", "", false, "", ""};
   reach.out = printf_string("%d of %d pairs of hosts answered\n", r.reachable, r.pairs);
   if (r.reachable < r.pairs) {
     reach.failure =

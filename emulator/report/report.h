@@ -55,6 +55,7 @@ struct RunReport {
   // The most a read of one direction's counters can miss (TelemetrySampler::slack_bytes).
   uint64_t sample_slack_bytes = 0;
   int reachable = 0, pairs = 0;
+  double reach_seconds = 0;  // the reachability check's wall clock (0: not known)
   std::vector<StepReport> steps;
   std::string not_run;  // why the workload did not run (empty: it ran, or it has no steps)
   std::vector<AppliedFault> faults;

@@ -146,6 +146,7 @@ bool reached(const LabModel& m, const Result<ReachabilityReport>& reach, double 
   }
   out.report.pairs = static_cast<int>(reach->pairs.size());
   out.report.reachable = reach->answered();
+  out.report.reach_seconds = seconds;
   observer.reachability(m, *reach, seconds);
   if (out.report.reachable == out.report.pairs) return true;
   out.workload_not_run = "the fabric failed its reachability check";
