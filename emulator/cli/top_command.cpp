@@ -81,13 +81,17 @@ int run_screen(TopReader& reader, const TopArgs& a) {
   keypad(stdscr, TRUE);
   timeout(50);
   int frames = 0;
-  auto due = std::chrono::steady_clock::now();
+  // The first frame's rates need an interval since the first read.
+  const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(a.interval));
+  auto due = std::chrono::steady_clock::now() + period;
+  mvaddstr(0, 0, ("fabemu top: reading lab " + a.lab + "...").c_str());
+  refresh();
   while (!stopped() && (a.frames == 0 || frames < a.frames)) {
     const int key = getch();
     if (key == 'q' || key == 'Q') break;
     if (std::chrono::steady_clock::now() < due) continue;
-    due += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(a.interval));
+    due += period;
     if (reader.gone()) {
       endwin();
       return lab_gone(a);

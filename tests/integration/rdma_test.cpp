@@ -286,5 +286,52 @@ TEST_F(RdmaTest, AnRdmaWritesFramesDissectInTsharkWithTheirBthOpcodes) {
   EXPECT_GT(received["17"], 0) << seen;
 }
 
+// DCQCN's CNPs on the wire: during an RDMA incast the receiver's port sends them back, and
+// tshark reads them as BTH opcode 0x81 (129) leaving h1.
+TEST_F(RdmaTest, DcqcnCnpsLeaveTheReceiversPortAsBthOpcode0x81) {
+  SKIP_WITHOUT_RXE();
+  if (!find_tool("tshark")) GTEST_SKIP() << "tshark is not installed";
+  TempScenario scenario(
+      "name: cnp\ntime_scale: 10000\n"
+      "topology: {kind: leaf-spine, leaves: 3, spines: 1, hosts_per_leaf: 4}\n"
+      "fabric: {mtu: 9000, lossless: {udp_port: 4791, dscp: [26]}}\n"
+      "links:\n  default: {rate: 100gbit, delay: 1us, queue: 2M, pfc: {xoff: 400K, xon: 300K}, "
+      "ecn: {kmin: 40K, kmax: 160K, pmax: 20%}}\n"
+      "rdma: {enabled: on, cc: dcqcn}\n"
+      "workload:\n  - incast: {senders: [h2, h5], receiver: h1, transport: rdma, duration: "
+      "400us}\n");
+  TempDir dir("fabemu-cnp");
+  const std::string lab = lab_name("cnp");
+  LabGuard guard(lab);
+  const int log = ::open((dir.path() + "/run.log").c_str(), O_WRONLY | O_CREAT, 0644);
+  Process runner =
+      spawn(fabemu_argv({"run", scenario.path(), "--lab", lab, "--report", dir.path() + "/report"}),
+            log, log);
+  const auto deadline = Clock::now() + 300s;
+  while (!std::filesystem::exists(run_dir(lab) + "/step") && Clock::now() < deadline &&
+         !wait_for(runner, 100ms))
+    ;
+  ASSERT_TRUE(std::filesystem::exists(run_dir(lab) + "/step"))
+      << read_text(dir.path() + "/run.log");
+  // The BTH's first byte, the opcode, follows UDP's 8-byte header.
+  const std::string file = dir.path() + "/h1.pcapng";
+  const Outcome cap =
+      fabemu({"capture", lab, "h1>leaf1", "--filter", "udp dst port 4791 and udp[8] = 0x81", "-c",
+              "3", "--seconds", "200", "--snaplen", "128", "-w", file},
+             240s);
+  EXPECT_EQ(cap.status, 0) << cap;
+  EXPECT_EQ(wait_for(runner, 600s).value_or(-1), 0) << read_text(dir.path() + "/run.log");
+  ::close(log);
+  const Outcome read = run({"tshark", "-r", file, "-T", "fields", "-e", "infiniband.bth.opcode",
+                            "-e", "infiniband.bth.destqp"},
+                           60s);
+  ASSERT_EQ(read.status, 0) << read;
+  std::printf("CNPs h1 sent, as tshark reads them (opcode, destination QP):\n%s", read.out.c_str());
+  std::istringstream lines(read.out);
+  int cnps = 0;
+  for (std::string line; std::getline(lines, line);) cnps += line.rfind("129\t", 0) == 0;
+  EXPECT_GE(cnps, 1) << read.out << cap;
+}
+
 }  // namespace
 }  // namespace fabemu::itest
