@@ -29,7 +29,7 @@ class FileSink : public session::CaptureSink {
   FileSink& operator=(const FileSink&) = delete;
   std::string error;  // why the file could not be written
 
-  bool begin(const session::CaptureTarget& t, const session::CaptureClock& c) override {
+  bool begin(const session::CaptureTarget& t, const session::FabricClock& c) override {
     out_ = path_ == "-" ? stdout : std::fopen(path_.c_str(), "wb");
     if (!out_) {
       error = "-w " + path_ + ": " + std::strerror(errno);
@@ -100,7 +100,7 @@ std::string frame_summary(std::span<const uint8_t> f) {
 
 class TextSink : public session::CaptureSink {
  public:
-  bool begin(const session::CaptureTarget& t, const session::CaptureClock& c) override {
+  bool begin(const session::CaptureTarget& t, const session::FabricClock& c) override {
     names_.clear();
     for (const PcapngInterface& i : t.interfaces) names_.push_back(i.description);
     std::fprintf(stderr, "capturing %s%s; ^C stops\n", names_.front().c_str(),

@@ -77,7 +77,7 @@ struct DirectionLabels {
     const Topology& t = m.topo;
     const Link& l = t.links[d / 2];
     Labels out{{"lab", lab},
-               {"link", t.nodes[l.a.node].name + ":" + t.nodes[l.b.node].name},
+               {"link", link_name(t, l)},
                {"direction", direction_name(t, static_cast<int>(d / 2), d % 2)},
                {"tier", l.cls}};
     if (!machine.empty()) out.push_back({"machine", machine});

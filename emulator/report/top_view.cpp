@@ -43,7 +43,7 @@ std::string links_down(const TopInput& in) {
   for (size_t l = 0; l < t.links.size(); ++l) {
     const size_t a = 2 * l, b = a + 1;
     if ((in.local[a] && in.now.dirs[a].down) || (in.local[b] && in.now.dirs[b].down))
-      names.push_back(t.nodes[t.links[l].a.node].name + ":" + t.nodes[t.links[l].b.node].name);
+      names.push_back(link_name(t, t.links[l]));
   }
   if (names.empty()) return "none";
   std::string out = std::to_string(names.size()) + ":";

@@ -58,7 +58,7 @@ struct Dispatch {
 void on_frame(u_char* user, const pcap_pkthdr* h, const u_char* bytes) {
   auto* d = reinterpret_cast<Dispatch*>(user);
   if (d->stop) return;
-  // With nanosecond precision libpcap puts nanoseconds in tv_usec.
+  // With nanosecond precision libpcap stores nanoseconds in tv_usec.
   CapturedFrame f{d->handle,
                   uint64_t(h->ts.tv_sec) * 1'000'000'000ull + uint64_t(h->ts.tv_usec),
                   {bytes, h->caplen},

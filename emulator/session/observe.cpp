@@ -18,7 +18,7 @@ CaptureTarget port_target(const Topology& t, int link, bool at_b, bool out_only)
   const Link& l = t.links[link];
   const LinkEnd& end = at_b ? l.b : l.a;
   CaptureTarget c{end.node, end.ifname, out_only, {}};
-  const std::string name = t.nodes[l.a.node].name + ":" + t.nodes[l.b.node].name;
+  const std::string name = link_name(t, l);
   const std::string where = t.nodes[end.node].name + "'s port " + end.ifname;
   c.interfaces.push_back({name, direction_name(t, link, at_b) + " (sent by " + where + ")"});
   if (!out_only)
@@ -73,10 +73,9 @@ Result<CaptureTarget> resolve_capture_target(const LabModel& m, const std::strin
   return port_target(t, from_first[0].link, from_first[0].b_to_a, one_way);
 }
 
-uint64_t CaptureClock::stamp(uint64_t wall_ns) const {
+uint64_t FabricClock::stamp(uint64_t wall_ns) const {
   if (wall || factor == 1) return wall_ns;
-  const double since = double(int64_t(wall_ns) - epoch_ns);
-  return uint64_t(epoch_ns + int64_t(since / factor));
+  return uint64_t(epoch_ns + int64_t(since_epoch_ns(int64_t(wall_ns))));
 }
 
 Result<CaptureStats> capture(const CaptureRequest& req, const LabPaths& base, CaptureSink& sink,
@@ -99,7 +98,7 @@ Result<CaptureStats> capture(const CaptureRequest& req, const LabPaths& base, Ca
                       EOPNOTSUPP);
   auto epoch = lab_epoch(paths);
   if (!epoch) return epoch.error();
-  const CaptureClock clock{*epoch, model->time_scale.factor, req.wall};
+  const FabricClock clock{*epoch, model->time_scale.factor, req.wall};
   auto pcap = PacketCapture::open(
       {node_netns_path(*model, paths, target->node), target->ifname, target->out_only},
       req.options);
@@ -126,7 +125,8 @@ Result<std::unique_ptr<LabWatch>> LabWatch::open(const std::string& lab, const L
   if (!model) return absent_is_no_lab(model.error());
   w->model_ = std::move(*model);
   if (auto mode = read_link_mode(w->paths_)) w->shaping_ = shaping_mode_name(*mode);
-  if (auto epoch = lab_epoch(w->paths_)) w->epoch_ns_ = *epoch;
+  w->clock_.factor = w->model_.time_scale.factor;
+  if (auto epoch = lab_epoch(w->paths_)) w->clock_.epoch_ns = *epoch;
   w->sampler_ =
       std::make_unique<TelemetrySampler>(w->model_, w->paths_, std::chrono::milliseconds(1000));
   return w;
@@ -149,8 +149,7 @@ LabReading LabWatch::read() {
   r.sample = sampler_->mark();
   const auto end = std::chrono::steady_clock::now();
   r.read_seconds = std::chrono::duration<double>(end - start).count();
-  r.wall_ns = realtime_ns();
-  r.fabric_s = model_.time_scale.real_s(double(r.wall_ns - epoch_ns_) / 1e9);
+  r.fabric_s = clock_.since_epoch_ns(realtime_ns()) / 1e9;
   r.error = sampler_->error();
   if (auto step = read_file(paths_.step_file())) r.step = *step;
   while (!r.step.empty() && r.step.back() == '\n') r.step.pop_back();

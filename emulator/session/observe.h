@@ -38,12 +38,15 @@ struct CaptureTarget {
 };
 Result<CaptureTarget> resolve_capture_target(const LabModel& m, const std::string& target);
 
-// The frames' timestamps: the real fabric's time (`wall` false), i.e. the lab's epoch plus the
-// wall time since it divided by the time scale; the epoch is when `up` set the lab's time scale.
-struct CaptureClock {
+// The lab's time in the real fabric's units: the lab's epoch (when `up` set its time scale)
+// plus the wall time since it divided by the time scale. A capture's frames are stamped so
+// (unless `wall`: as the kernel stamped them); `metrics` and `top` count from the epoch.
+struct FabricClock {
   int64_t epoch_ns = 0;  // CLOCK_REALTIME
   double factor = 1;
   bool wall = false;
+  // The real fabric's nanoseconds since the epoch at wall time `wall_ns`.
+  double since_epoch_ns(int64_t wall_ns) const { return double(wall_ns - epoch_ns) / factor; }
   uint64_t stamp(uint64_t wall_ns) const;
 };
 
@@ -57,7 +60,7 @@ struct CaptureRequest {
 class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
-  virtual bool begin(const CaptureTarget& t, const CaptureClock& clock) = 0;
+  virtual bool begin(const CaptureTarget& t, const FabricClock& clock) = 0;
   // `iface`: the index into the target's interfaces; false ends the capture (a closed pipe).
   virtual bool frame(uint32_t iface, uint64_t ts_ns, std::span<const uint8_t> data,
                      uint32_t original_length) = 0;
@@ -73,7 +76,6 @@ Result<CaptureStats> capture(const CaptureRequest& req, const LabPaths& base, Ca
 // what a live view also shows.
 struct LabReading {
   TelemetrySample sample;   // wall_s, t_s: on the monotonic clock (only differences count)
-  int64_t wall_ns = 0;      // CLOCK_REALTIME at the read
   double fabric_s = 0;      // the real fabric's seconds since the lab's epoch
   double read_seconds = 0;  // how long the read took (wall)
   std::string error;        // the first part that could not be read, if any
@@ -97,7 +99,7 @@ class LabWatch {
   LabPaths paths_;
   LabModel model_;
   std::string shaping_;
-  int64_t epoch_ns_ = 0;
+  FabricClock clock_;
   std::unique_ptr<TelemetrySampler> sampler_;
 };
 

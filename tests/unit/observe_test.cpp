@@ -118,11 +118,11 @@ TEST(CaptureTarget, ALinkADirectionAndAPortResolveToTheFirstNodesPort) {
   }
 }
 
-TEST(CaptureClock, WallTimeSinceTheEpochIsDividedByTheScale) {
-  const session::CaptureClock c{1'000'000'000'000, 1000, false};
+TEST(FabricClock, WallTimeSinceTheEpochIsDividedByTheScale) {
+  const session::FabricClock c{1'000'000'000'000, 1000, false};
   EXPECT_EQ(c.stamp(1'000'000'000'000), 1'000'000'000'000u);
   EXPECT_EQ(c.stamp(1'000'000'121'000), 1'000'000'000'121u);  // 121 us of wall: 121 ns
-  const session::CaptureClock wall{1'000'000'000'000, 1000, true};
+  const session::FabricClock wall{1'000'000'000'000, 1000, true};
   EXPECT_EQ(wall.stamp(1'000'000'121'000), 1'000'000'121'000u);
 }
 
